@@ -1,0 +1,203 @@
+// allocscope/format.h — the profile file format, the one definition shared by writer and reader.
+//
+// A profile is one file per process:
+//
+//   FileHeader                      (64 bytes, once)
+//   Chunk*                          (ChunkHeader + payload, appended by any thread)
+//
+// Every chunk is written by one write(2) on an O_APPEND descriptor, so chunks never interleave and
+// a file cut short (crash, _exit, SIGKILL, full disk) still reads up to its last whole chunk.
+// Every payload is checked by XXH3_64bits (xxHash) over its bytes.  All integers are little-endian
+// (the native order of every supported target), all structs are packed to the sizes asserted here.
+//
+// Chunk kinds and their payloads:
+//   Process      ProcessInfo, then exe, args (NUL-separated), allocator path, libc version, as
+//                length-prefixed strings (the *_len fields).
+//   Calibration  Calibration (clock source, tick rate, probe costs, sampling parameters).
+//   ThreadStats  ThreadStatsHeader, then n_rows x (StatsRow, StatsRow::n_bins x LatencyBin).
+//                A thread's statistics are *cumulative*: a later snapshot (higher seq) of the same
+//                thread_serial replaces earlier ones.  One snapshot may span several chunks
+//                (part = 0,1,2…); it counts only once its chunk with kLastPart arrives.
+//   Events       EventsHeader, then count x Event: the timed calls of one thread, in order.
+//   ProcessEnd   ProcessEnd: written at exit, _exit and exec (not after abort, a crash or a kill).
+//   Note         a UTF-8 message from the shim (e.g. why it gave up), length = payload size.
+//
+// Times are in ticks of the clock named by Calibration::clock (TSC or CLOCK_MONOTONIC ns);
+// tick_hz converts them.  Pairs (tick, mono_ns) in several chunks let a reader refine tick_hz.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace allocscope::format {
+
+constexpr char kMagic[8] = {'A', 'L', 'C', 'S', 'C', 'O', 'P', 'E'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kChunkMagic = 0x4b434341;  // "ACCK" little-endian
+constexpr uint32_t kMaxChunkPayload = 1u << 24; // 16 MiB: larger is corruption
+
+struct FileHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;  // sizeof(FileHeader) of the writer
+  uint64_t created_realtime_ns;
+  uint8_t reserved[40];
+};
+static_assert(sizeof(FileHeader) == 64);
+
+enum class ChunkType : uint16_t {
+  Process = 1,
+  Calibration = 2,
+  ThreadStats = 3,
+  Events = 4,
+  ProcessEnd = 5,
+  Note = 6,
+};
+
+struct ChunkHeader {
+  uint32_t magic;         // kChunkMagic
+  uint16_t type;          // ChunkType
+  uint16_t flags;         // reserved, 0
+  uint32_t payload_size;  // bytes after this header, <= kMaxChunkPayload
+  uint32_t reserved;
+  uint64_t checksum;      // XXH3_64bits(payload, payload_size)
+};
+static_assert(sizeof(ChunkHeader) == 24);
+
+enum class Libc : uint8_t { Unknown = 0, Glibc = 1, Musl = 2 };
+
+struct ProcessInfo {
+  uint32_t pid;
+  uint32_t ppid;
+  uint64_t start_tick;
+  uint64_t start_mono_ns;
+  uint64_t start_realtime_ns;
+  uint8_t libc;           // Libc
+  uint8_t secure;         // 1 if AT_SECURE (the shim then records nothing more)
+  uint16_t reserved0;
+  uint32_t exe_len;
+  uint32_t args_len;      // NUL-separated argv
+  uint32_t allocator_len; // path of the object that provides the real malloc
+  uint32_t libc_version_len;
+  uint32_t reserved1;
+};
+static_assert(sizeof(ProcessInfo) == 56);
+
+enum class Clock : uint8_t { Tsc = 1, Monotonic = 2 };
+
+struct Calibration {
+  uint8_t clock;                 // Clock
+  uint8_t reserved0[3];
+  uint32_t sample_every;         // N: on average 1 call in N is timed (1 = every call)
+  uint32_t cpu_sample_every;     // 1 timed call in M also reads the thread's rusage around it
+  uint32_t window_shift;         // timed windows: ticks >> window_shift is the window number
+  uint64_t tick_hz;              // ticks per second, measured at start-up
+  uint64_t calib_tick0, calib_mono0, calib_tick1, calib_mono1;  // the measurement behind tick_hz
+  // Probe costs measured at start-up, in ticks (median of repeated runs):
+  uint64_t clock_read_ticks;     // one read of the tick clock
+  uint64_t syscall_ticks;        // a trivial syscall (getppid)
+  uint64_t futex_wake_ticks;     // FUTEX_WAKE with no waiter (what an uncontended unlock may cost)
+  uint64_t futex_wait_ticks;     // FUTEX_WAIT on a changed value (returns at once, EAGAIN)
+  uint64_t rusage_ticks;         // getrusage(RUSAGE_THREAD)
+  uint64_t thread_cputime_ticks; // clock_gettime(CLOCK_THREAD_CPUTIME_ID)
+  uint64_t reserved[4];
+};
+static_assert(sizeof(Calibration) == 16 + 8 * 5 + 8 * 6 + 32);
+
+enum class ThreadState : uint8_t { Running = 1, Exited = 2, ProcessExit = 3 };
+constexpr uint16_t kLastPart = 0x8000;
+
+// Thread resource usage, from getrusage(RUSAGE_THREAD), cumulative since the thread started.
+struct Rusage {
+  uint64_t utime_us, stime_us, minflt, majflt, nvcsw, nivcsw;
+};
+static_assert(sizeof(Rusage) == 48);
+
+struct ThreadStatsHeader {
+  uint32_t thread_serial;   // 1, 2, … in order of the thread's first allocator call
+  uint32_t tid;             // kernel thread id
+  uint32_t seq;             // snapshot number of this thread, increasing
+  uint16_t part;            // index of this chunk in the snapshot; | kLastPart on the last one
+  uint8_t state;            // ThreadState
+  uint8_t reserved0;
+  uint64_t first_tick;      // first allocator call seen on the thread
+  uint64_t snapshot_tick;
+  uint64_t snapshot_mono_ns;
+  uint64_t last_tick;       // last allocator call seen on the thread
+  Rusage rusage;            // at the snapshot; all-ones when unavailable
+  uint64_t events_written;  // timed-call events emitted so far
+  uint64_t events_dropped;  // timed-call events lost so far (ring full and no flush possible)
+  uint64_t reentrant_calls; // calls made from inside the shim (signal handlers, libc internals)
+  uint32_t n_rows;          // rows in this part
+  uint32_t reserved1;
+};
+static_assert(sizeof(ThreadStatsHeader) == 128);
+
+// One (operation, size bucket) of one thread.
+struct StatsRow {
+  uint8_t op;          // Op
+  uint8_t bucket;      // size bucket (buckets.h)
+  uint16_t n_bins;     // LatencyBin entries that follow
+  uint32_t reserved;
+  uint64_t calls;      // all calls
+  uint64_t bytes;      // sum of sizes of all calls
+  uint64_t failed;     // calls that returned NULL / an error
+  uint64_t timed;      // calls whose duration was measured
+  uint64_t timed_ticks;// sum of measured durations
+  uint64_t max_ticks;  // longest measured duration
+};
+static_assert(sizeof(StatsRow) == 56);
+
+struct LatencyBin {
+  uint16_t bin;        // latency bin (buckets.h latency_bin_of)
+  uint16_t reserved;
+  uint32_t count;
+};
+static_assert(sizeof(LatencyBin) == 8);
+
+struct EventsHeader {
+  uint32_t thread_serial;
+  uint32_t count;
+  uint64_t first_index;     // index of the first event of this chunk in the thread's sequence
+};
+static_assert(sizeof(EventsHeader) == 16);
+
+// Event flags.
+constexpr uint16_t kEvFailed = 1u << 0;     // the call failed
+constexpr uint16_t kEvClamped = 1u << 1;    // duration did not fit in 32 bits: clamped
+constexpr uint16_t kEvRusage = 1u << 2;     // the rusage fields below are valid
+// One timed call.  When kEvRusage is set, the thread's rusage was read right before and after
+// the call: cpu_us = (utime+stime) delta, and the voluntary/involuntary context switches and
+// minor faults during the call (each saturated at its field's maximum).
+struct Event {
+  uint64_t start_tick;
+  uint32_t duration_ticks;
+  uint32_t size;            // request size, saturated at 2^32-1 (bucket is exact)
+  uint8_t op;
+  uint8_t bucket;
+  uint16_t flags;
+  uint16_t cpu_us;
+  uint8_t nvcsw;
+  uint8_t nivcsw;
+  uint16_t minflt;
+  uint16_t reserved;
+  uint32_t reserved1;
+};
+static_assert(sizeof(Event) == 32);
+
+enum class ExitKind : uint32_t { Exit = 1, UnderscoreExit = 2, Exec = 3, Explicit = 4 };
+
+// The end of the program image.  After an exec that failed, recording resumes and a later
+// ProcessEnd supersedes this one.
+struct ProcessEnd {
+  uint64_t end_tick;
+  uint64_t end_mono_ns;
+  uint32_t threads_seen;     // threads that called the allocator
+  uint32_t max_live_threads;
+  uint64_t events_dropped;   // total over all threads
+  uint64_t write_errors;     // chunks that could not be written
+  uint32_t exit_kind;        // ExitKind
+  uint32_t reserved;
+};
+static_assert(sizeof(ProcessEnd) == 48);
+
+}  // namespace allocscope::format

@@ -1,0 +1,54 @@
+/* shim/allocscope_core.h — the recorder's plain C API.
+ *
+ * Each allocscope_<fn> does exactly what <fn> does (it forwards to the next allocator in the
+ * search order) and records the call.  The preload library's exported malloc, free, … are one-line
+ * calls into these; tests link the core directly and call them without LD_PRELOAD.
+ * allocscope_configure must come before the first recorded call to take effect. */
+#ifndef ALLOCSCOPE_CORE_H
+#define ALLOCSCOPE_CORE_H
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void* allocscope_malloc(size_t size);
+void allocscope_free(void* ptr);
+void* allocscope_calloc(size_t n, size_t size);
+void* allocscope_realloc(void* ptr, size_t size);
+void* allocscope_reallocarray(void* ptr, size_t n, size_t size);
+int allocscope_posix_memalign(void** out, size_t align, size_t size);
+void* allocscope_aligned_alloc(size_t align, size_t size);
+void* allocscope_memalign(size_t align, size_t size);
+void* allocscope_valloc(size_t size);
+void* allocscope_pvalloc(size_t size);
+size_t allocscope_malloc_usable_size(void* ptr);
+void* allocscope_dlopen(const char* file, int mode);
+
+/* The image is replaced by exec: final flush; and the way back if the exec failed. */
+void allocscope_image_ending(void);
+void allocscope_exec_failed(void);
+void allocscope__exit(int status) __attribute__((noreturn));
+void allocscope__Exit(int status) __attribute__((noreturn));
+int allocscope_execve(const char* path, char* const argv[], char* const envp[]);
+int allocscope_execv(const char* path, char* const argv[]);
+int allocscope_execvp(const char* file, char* const argv[]);
+int allocscope_execvpe(const char* file, char* const argv[], char* const envp[]);
+int allocscope_fexecve(int fd, char* const argv[], char* const envp[]);
+/* execl (kind 0), execlp (1), execle (2): the variadic list after arg0. */
+int allocscope_execl_list(int kind, const char* path, const char* arg0, va_list ap);
+
+/* Output path (NULL: from the environment) and 1-in-N timing (-1: from the environment). */
+void allocscope_configure(const char* output_path, int sample_every);
+/* Flushes every thread's statistics and events to the profile. */
+void allocscope_flush(void);
+/* Final flush and end-of-process record, as at exit. Later calls are forwarded, not recorded. */
+void allocscope_shutdown(void);
+/* The profile being written ("" when not recording). */
+const char* allocscope_profile_path(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,314 @@
+// shim/process_state.cpp — start-up, the profile file, chunk writes and the final flush.
+#include "process_state.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "calibration.h"
+#include "real_allocator.h"
+#include "recorder.h"
+#include "slot_registry.h"
+#include "sys.h"
+#include "text_buffer.h"
+#include "tick_clock.h"
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+
+namespace allocscope {
+
+ProcessState* g_ps = nullptr;
+
+namespace {
+
+constexpr uint32_t kDefaultSampleEvery = 16;
+constexpr uint32_t kDefaultCpuSampleEvery = 256;
+
+format::Calibration g_calibration;
+bool g_calibrated = false;
+char g_output_override[4096];
+int g_sample_override = -1;
+std::atomic<uint32_t> g_said{0};
+
+// Scratch for the start-up chunks; only the initialising thread touches it.
+alignas(64) unsigned char g_init_buf[64 * 1024];
+
+uint32_t env_uint(const char* name, uint32_t fallback) {
+  const char* v = getenv(name);
+  if (!v || !*v) return fallback;
+  uint64_t x = 0;
+  for (; *v >= '0' && *v <= '9'; v++) {
+    x = x * 10 + static_cast<uint64_t>(*v - '0');
+    if (x > 0xffffffffu) return fallback;
+  }
+  return *v ? fallback : static_cast<uint32_t>(x);
+}
+
+void configure_sampling(const format::Calibration& c) {
+  SamplingConfig& s = g_sampling;
+  s.sample_every = g_sample_override >= 0 ? static_cast<uint32_t>(g_sample_override)
+                                          : env_uint("ALLOCSCOPE_SAMPLE", kDefaultSampleEvery);
+  s.cpu_sample_every = env_uint("ALLOCSCOPE_CPU_SAMPLE", kDefaultCpuSampleEvery);
+  g_exact_free_sizes = env_uint("ALLOCSCOPE_FREE_SIZES", 0) != 0;
+  // Windows repeat about every millisecond: 2^shift ticks.
+  unsigned shift = 10;
+  while (shift < 40 && (uint64_t{1} << (shift + 1)) <= c.tick_hz / 1000) shift++;
+  s.window_shift = shift;
+  s.period_mask = (uint64_t{1} << shift) - 1;
+  s.window_len = s.sample_every == 0 ? 0 : (uint64_t{1} << shift) / s.sample_every;
+  s.flush_interval = c.tick_hz / 4;  // 250 ms
+}
+
+// Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.
+// O_EXCL never overwrites and, with O_NOFOLLOW, never follows a symlink at the path.
+int open_profile(const char* base, bool is_root, int pid, char* chosen, size_t cap) {
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
+  long fd = -17;
+  if (is_root) {
+    TextBuffer p(chosen, cap);
+    p.put(base);
+    if (p.ok()) fd = sys::openat(AT_FDCWD, chosen, flags, 0644);
+    if (fd != -17) return static_cast<int>(fd);
+  }
+  for (int attempt = 1; attempt <= 9 && fd == -17; attempt++) {
+    TextBuffer p(chosen, cap);
+    p.put(base).put(".").put_uint(static_cast<uint64_t>(pid));
+    if (attempt > 1) p.put(".").put_uint(static_cast<uint64_t>(attempt));
+    if (!p.ok()) return -36;  // ENAMETOOLONG
+    fd = sys::openat(AT_FDCWD, chosen, flags, 0644);
+  }
+  return static_cast<int>(fd);
+}
+
+size_t read_file(const char* path, char* buf, size_t cap) {
+  const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+  if (sys::failed(fd)) return 0;
+  size_t n = 0;
+  while (n < cap) {
+    const long r = sys::read(static_cast<int>(fd), buf + n, cap - n);
+    if (r <= 0) break;
+    n += static_cast<size_t>(r);
+  }
+  sys::close(static_cast<int>(fd));
+  return n;
+}
+
+const char* base_name(const char* path) {
+  const char* b = path;
+  for (const char* p = path; *p; p++)
+    if (*p == '/') b = p + 1;
+  return b;
+}
+
+bool write_header(int fd) {
+  format::FileHeader fh;
+  std::memset(&fh, 0, sizeof fh);
+  std::memcpy(fh.magic, format::kMagic, sizeof fh.magic);
+  fh.version = format::kVersion;
+  fh.header_size = sizeof fh;
+  fh.created_realtime_ns = realtime_ns();
+  return sys::append_record(fd, &fh, sizeof fh) == 0;
+}
+
+bool write_process_chunk(const char* exe, uint64_t start_tick) {
+  constexpr size_t kHdr = sizeof(format::ChunkHeader);
+  auto* pi = reinterpret_cast<format::ProcessInfo*>(g_init_buf + kHdr);
+  std::memset(pi, 0, sizeof *pi);
+  pi->pid = static_cast<uint32_t>(g_ps->pid);
+  pi->ppid = static_cast<uint32_t>(sys::getppid());
+  pi->start_tick = start_tick;
+  pi->start_mono_ns = mono_ns();
+  pi->start_realtime_ns = realtime_ns();
+  using VersionFn = const char* (*)();
+  auto gnu_version = reinterpret_cast<VersionFn>(dlsym(RTLD_DEFAULT, "gnu_get_libc_version"));
+  pi->libc = static_cast<uint8_t>(gnu_version ? format::Libc::Glibc : format::Libc::Musl);
+  char* p = reinterpret_cast<char*>(pi + 1);
+  char* const end = reinterpret_cast<char*>(g_init_buf + sizeof g_init_buf);
+  auto put = [&](const char* s, size_t n, size_t reserve) -> uint32_t {
+    const size_t room = static_cast<size_t>(end - p) > reserve ? end - p - reserve : 0;
+    if (n > room) n = room;
+    std::memcpy(p, s, n);
+    p += n;
+    return static_cast<uint32_t>(n);
+  };
+  pi->exe_len = put(exe, std::strlen(exe), 8192);
+  char args[32768];
+  size_t an = read_file("/proc/self/cmdline", args, sizeof args);
+  if (an && args[an - 1] == '\0') an--;  // NUL-separated, without the final NUL
+  pi->args_len = put(args, an, 4096);
+  const char* alloc = real_allocator_path();
+  pi->allocator_len = put(alloc, std::strlen(alloc), 256);
+  const char* ver = gnu_version ? gnu_version() : "";
+  pi->libc_version_len = put(ver, std::strlen(ver), 0);
+  return write_chunk(format::ChunkType::Process, g_init_buf,
+                     static_cast<size_t>(p - reinterpret_cast<char*>(pi)));
+}
+
+bool write_calibration_chunk() {
+  constexpr size_t kHdr = sizeof(format::ChunkHeader);
+  format::Calibration c = g_calibration;
+  c.sample_every = g_sampling.sample_every;
+  c.cpu_sample_every = g_sampling.cpu_sample_every;
+  c.window_shift = g_sampling.window_shift;
+  std::memcpy(g_init_buf + kHdr, &c, sizeof c);
+  return write_chunk(format::ChunkType::Calibration, g_init_buf, sizeof c);
+}
+
+// Runs on exactly one thread; returns the resulting mode.
+int initialise() {
+  if (getauxval(AT_SECURE)) {
+    say_once(0, "allocscope: secure (setuid/setgid) process: not recording\n");
+    return kModePassive;
+  }
+  if (!g_calibrated) {
+    calibrate(g_calibration);
+    g_calibrated = true;
+  }
+  configure_sampling(g_calibration);
+  const uint64_t start_tick = ticks();
+  g_ps->pid = sys::getpid();
+  g_ps->start_tick = start_tick;
+
+  char exe[4096];
+  long n = sys::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+
+  char default_base[4096];
+  const char* base = g_output_override[0] ? g_output_override : getenv("ALLOCSCOPE_OUTPUT");
+  bool is_root = true;
+  if (!base || !*base) {
+    TextBuffer d(default_base, sizeof default_base);
+    d.put("allocscope.").put(base_name(exe)).put(".").put_uint(static_cast<uint64_t>(g_ps->pid))
+        .put(".asp");
+    base = default_base;
+    is_root = true;
+  } else if (!g_output_override[0]) {
+    const uint32_t root = env_uint("ALLOCSCOPE_ROOT_PID", 0);
+    is_root = root == 0 || root == static_cast<uint32_t>(g_ps->pid);
+  }
+  const int fd = open_profile(base, is_root, g_ps->pid, g_ps->path, sizeof g_ps->path);
+  if (fd < 0) {
+    char line[4200];
+    TextBuffer m(line, sizeof line);
+    m.put("allocscope: cannot create a profile at ").put(base).put(": ").put(strerror(-fd))
+        .put("; not recording\n");
+    say_once(1, line);
+    return kModePassive;
+  }
+  g_ps->fd = fd;
+  if (!write_header(fd) || !write_process_chunk(exe, start_tick) || !write_calibration_chunk()) {
+    say_once(4, "allocscope: cannot write the profile ", g_ps->path, "; not recording\n");
+    return kModePassive;
+  }
+  return kModeActive;
+}
+
+}  // namespace
+
+bool process_active() {
+  if (!g_ps) {
+    void* mem = sys::mmap(nullptr, sizeof(ProcessState), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!mem) return false;
+    sys::madvise(mem, sizeof(ProcessState), MADV_WIPEONFORK);
+    ProcessState* expected = nullptr;
+    if (!__atomic_compare_exchange_n(&g_ps, &expected, static_cast<ProcessState*>(mem), false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      sys::munmap(mem, sizeof(ProcessState));
+  }
+  ProcessState* ps = __atomic_load_n(&g_ps, __ATOMIC_ACQUIRE);
+  int mode = ps->mode.load(std::memory_order_acquire);
+  if (mode == kModeActive) return true;
+  if (mode != kModeUninitialised) return false;
+  if (!ps->mode.compare_exchange_strong(mode, kModeInitialising, std::memory_order_acq_rel))
+    return false;
+  if (!real_allocator_ready()) {  // resolved by now in practice; be safe
+    ps->mode.store(kModeUninitialised, std::memory_order_release);
+    return false;
+  }
+  const int result = initialise();
+  ps->mode.store(result, std::memory_order_release);
+  return result == kModeActive;
+}
+
+bool write_chunk(format::ChunkType type, unsigned char* buf, size_t payload_len) {
+  auto* ch = reinterpret_cast<format::ChunkHeader*>(buf);
+  ch->magic = format::kChunkMagic;
+  ch->type = static_cast<uint16_t>(type);
+  ch->flags = 0;
+  ch->payload_size = static_cast<uint32_t>(payload_len);
+  ch->reserved = 0;
+  ch->checksum = XXH3_64bits(buf + sizeof *ch, payload_len);
+  const long r = sys::append_record(g_ps->fd, buf, sizeof *ch + payload_len);
+  if (r == 0) return true;
+  g_ps->write_errors.fetch_add(1, std::memory_order_relaxed);
+  if (g_ps->write_warned.exchange(1) == 0)
+    say_once(5, "allocscope: writing the profile ", g_ps->path,
+             " failed (disk full or I/O error): the profile is cut short here\n");
+  // Stop writing: later chunks after a partial one would not be readable anyway.
+  int active = kModeActive;
+  g_ps->mode.compare_exchange_strong(active, kModeTornDown);
+  return false;
+}
+
+void shutdown_process(format::ExitKind kind) {
+  ProcessState* ps = __atomic_load_n(&g_ps, __ATOMIC_ACQUIRE);
+  if (!ps || ps->mode.load(std::memory_order_acquire) != kModeActive) return;
+  if (sys::getpid() != ps->pid) return;
+  const int saved = errno;
+  t_ctx.depth++;
+  flush_all_slots(format::ThreadState::ProcessExit);
+  alignas(8) unsigned char buf[sizeof(format::ChunkHeader) + sizeof(format::ProcessEnd)];
+  auto* pe = reinterpret_cast<format::ProcessEnd*>(buf + sizeof(format::ChunkHeader));
+  std::memset(pe, 0, sizeof *pe);
+  pe->end_tick = ticks();
+  pe->end_mono_ns = mono_ns();
+  pe->threads_seen = ps->next_serial.load(std::memory_order_relaxed);
+  pe->max_live_threads = ps->max_live_threads.load(std::memory_order_relaxed);
+  pe->events_dropped = total_events_dropped();
+  pe->write_errors = ps->write_errors.load(std::memory_order_relaxed);
+  pe->exit_kind = static_cast<uint32_t>(kind);
+  write_chunk(format::ChunkType::ProcessEnd, buf, sizeof *pe);
+  ps->mode.store(kModeTornDown, std::memory_order_release);
+  t_ctx.depth--;
+  errno = saved;
+}
+
+void resume_after_failed_exec() {
+  ProcessState* ps = __atomic_load_n(&g_ps, __ATOMIC_ACQUIRE);
+  if (!ps || sys::getpid() != ps->pid || ps->write_warned.load() != 0) return;
+  int torn = kModeTornDown;
+  ps->mode.compare_exchange_strong(torn, kModeActive);
+}
+
+void set_output_override(const char* path) {
+  TextBuffer b(g_output_override, sizeof g_output_override);
+  b.put(path);
+}
+
+void set_sample_override(int sample_every) { g_sample_override = sample_every; }
+
+void say_once(int id, const char* a, const char* b, const char* c) {
+  const uint32_t bit = 1u << id;
+  if (g_said.fetch_or(bit, std::memory_order_relaxed) & bit) return;
+  char line[1024];
+  TextBuffer t(line, sizeof line);
+  t.put(a);
+  if (b) t.put(b);
+  if (c) t.put(c);
+  sys::write(2, line, t.size());
+}
+
+__attribute__((destructor)) static void allocscope_at_exit() { shutdown_process(format::ExitKind::Exit); }
+
+}  // namespace allocscope

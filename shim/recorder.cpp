@@ -1,0 +1,188 @@
+// shim/recorder.cpp — cold paths of the recorder: thread attach/exit, timed calls, flushing.
+#include "recorder.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "process_state.h"
+#include "slot_registry.h"
+#include "sys.h"
+
+namespace allocscope {
+
+__thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
+SamplingConfig g_sampling;
+bool g_exact_free_sizes = false;
+
+namespace {
+
+pthread_key_t g_exit_key;
+std::atomic<int> g_exit_key_state{0};  // 0 none, 1 creating, 2 ready
+
+void on_thread_exit(void* p) {
+  ThreadCtx& t = t_ctx;
+  const int saved = errno;
+  t.depth++;
+  Slot* s = static_cast<Slot*>(p);
+  flush_slot(s, format::ThreadState::Exited);
+  s->h.state.store(kSlotExited, std::memory_order_release);
+  if (g_ps) g_ps->live_threads.fetch_sub(1, std::memory_order_relaxed);
+  t.depth--;
+  errno = saved;
+}
+
+void ensure_exit_key() {
+  int expected = 0;
+  if (g_exit_key_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    if (pthread_key_create(&g_exit_key, on_thread_exit) == 0)
+      g_exit_key_state.store(2, std::memory_order_release);
+  }
+}
+
+uint16_t latency_row(Slot* s, unsigned op, unsigned bucket) {
+  uint16_t idx = s->latency_index[op][bucket];
+  if (idx) return idx;
+  if (s->h.n_latency_rows >= kMaxLatencyRows) return 0;
+  idx = static_cast<uint16_t>(++s->h.n_latency_rows);
+  s->latency_index[op][bucket] = idx;
+  return idx;
+}
+
+uint16_t saturate16(uint64_t v) { return v > 0xffff ? 0xffff : static_cast<uint16_t>(v); }
+uint8_t saturate8(uint64_t v) { return v > 0xff ? 0xff : static_cast<uint8_t>(v); }
+
+}  // namespace
+
+void read_thread_rusage(format::Rusage& out) {
+  struct {
+    long utime_s, utime_us, stime_s, stime_us;
+    long maxrss, ixrss, idrss, isrss, minflt, majflt, nswap, inblock, oublock, msgsnd, msgrcv,
+        nsignals, nvcsw, nivcsw;
+  } ru;
+  if (sys::failed(sys::getrusage(1 /* RUSAGE_THREAD */, &ru))) {
+    std::memset(&out, 0xff, sizeof out);
+    return;
+  }
+  out.utime_us = static_cast<uint64_t>(ru.utime_s) * 1000000u + static_cast<uint64_t>(ru.utime_us);
+  out.stime_us = static_cast<uint64_t>(ru.stime_s) * 1000000u + static_cast<uint64_t>(ru.stime_us);
+  out.minflt = static_cast<uint64_t>(ru.minflt);
+  out.majflt = static_cast<uint64_t>(ru.majflt);
+  out.nvcsw = static_cast<uint64_t>(ru.nvcsw);
+  out.nivcsw = static_cast<uint64_t>(ru.nivcsw);
+}
+
+namespace {
+
+Slot* attach_thread(ThreadCtx& t) {
+  const int saved = errno;
+  Slot* s = nullptr;
+  if (process_active()) {
+    s = acquire_slot();
+    if (s) {
+      ensure_exit_key();
+      if (g_exit_key_state.load(std::memory_order_acquire) == 2)
+        pthread_setspecific(g_exit_key, s);
+      t.slot = s;
+      t.countdown = 1;
+      t.timing = 0;
+      t.cpu_countdown = g_sampling.cpu_sample_every;
+    } else if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
+      t.unobserved = 1;
+      say_once(3, "allocscope: more live threads than slots; further threads are not observed\n");
+    }
+  }
+  errno = saved;
+  return s;
+}
+
+void flush_in_place(Slot* s) {
+  const int saved = errno;
+  flush_slot(s, format::ThreadState::Running);
+  errno = saved;
+}
+
+}  // namespace
+
+Slot* enter_slow(ThreadCtx& t) {
+  if (t.depth != 0) {  // re-entry: a libc-internal call, or a signal handler interrupting us
+    Slot* s = t.slot;
+    if (s && s->h.state.load(std::memory_order_relaxed) != kSlotFree)
+      bump(s->h.reentrant_calls, 1);
+    return nullptr;
+  }
+  if (t.unobserved) return nullptr;
+  t.depth = 1;
+  Slot* s = attach_thread(t);
+  if (!s) t.depth = 0;
+  return s;
+}
+
+uint64_t timing_decision(Slot* s) {
+  ThreadCtx& t = t_ctx;
+  const SamplingConfig& c = g_sampling;
+  const uint64_t now = ticks();
+  if (c.sample_every != 1 && !(t.timing && now < t.window_end)) {
+    t.timing = 0;
+    const uint64_t phase = now & c.period_mask;
+    if (phase >= c.window_len) {
+      t.countdown = kCheckEvery;
+      s->h.last_tick = now;
+      if (now - s->h.last_flush_tick > c.flush_interval) flush_in_place(s);
+      return 0;
+    }
+    t.timing = 1;
+    t.window_end = now - phase + c.window_len;
+  }
+  t.countdown = 1;  // decide again on the next call
+  if (c.cpu_sample_every && --t.cpu_countdown == 0) {
+    t.cpu_countdown = c.cpu_sample_every;
+    t.cpu_sampled = 1;
+    read_thread_rusage(t.ru0);
+  }
+  return ticks();
+}
+
+void record_timed(Slot* s, unsigned op, unsigned bucket, uint64_t size, bool failed, uint64_t t0,
+                  uint64_t t1) {
+  ThreadCtx& t = t_ctx;
+  format::Event e{};
+  if (t.cpu_sampled) {
+    t.cpu_sampled = 0;
+    format::Rusage ru1;
+    read_thread_rusage(ru1);
+    if (ru1.utime_us != ~uint64_t{0} && t.ru0.utime_us != ~uint64_t{0}) {
+      e.flags |= format::kEvRusage;
+      e.cpu_us = saturate16((ru1.utime_us + ru1.stime_us) - (t.ru0.utime_us + t.ru0.stime_us));
+      e.nvcsw = saturate8(ru1.nvcsw - t.ru0.nvcsw);
+      e.nivcsw = saturate8(ru1.nivcsw - t.ru0.nivcsw);
+      e.minflt = saturate16(ru1.minflt - t.ru0.minflt);
+    }
+  }
+  const uint64_t d = t1 - t0;
+  const uint16_t row = latency_row(s, op, bucket);
+  if (row) {
+    LatencyRow& r = s->latency[row - 1];
+    bump(r.timed, 1);
+    bump(r.ticks, d);
+    if (d > peek(r.max)) __atomic_store_n(&r.max, d, __ATOMIC_RELAXED);
+    const unsigned bin = latency_bin_of(d);
+    __atomic_store_n(&r.bins[bin], __atomic_load_n(&r.bins[bin], __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+  }
+  e.start_tick = t0;
+  e.duration_ticks = d > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(d);
+  if (d > 0xffffffffu) e.flags |= format::kEvClamped;
+  if (failed) e.flags |= format::kEvFailed;
+  e.size = size > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(size);
+  e.op = static_cast<uint8_t>(op);
+  e.bucket = static_cast<uint8_t>(bucket);
+  if (!s->h.ring.push(e)) bump(s->h.events_dropped, 1);
+  s->h.last_tick = t1;
+  if (s->h.ring.size() >= kRingEvents || t1 - s->h.last_flush_tick > g_sampling.flush_interval)
+    flush_in_place(s);
+}
+
+}  // namespace allocscope

@@ -1,0 +1,88 @@
+// shim/recorder.h — the hot path: per-thread context, timing decision, counting.
+//
+// Every observed call is:   Slot* s = enter();   [size]   uint64_t t0 = start_timing(s);
+//                           real call;           finish(s, t0, op, size, failed);   leave();
+// enter() returns null when the call must pass through unobserved: re-entry (a call made from
+// inside the shim or from a signal handler interrupting it), a passive process (setuid, no
+// output), or a thread beyond the slot table.  Nothing here sets errno, takes a lock or allocates.
+//
+// Timing: when ALLOCSCOPE_SAMPLE=N > 1, all threads time *every* call during the same global
+// windows of 1/N of each ~1 ms period (tick >> window_shift), so the analyzer sees complete,
+// time-aligned intervals of every thread and can measure overlap.  Outside windows a thread reads
+// the clock only once every kCheckEvery calls.  N = 1 times every call, N = 0 counts only.
+#pragma once
+#include <cstdint>
+
+#include "thread_slot.h"
+#include "tick_clock.h"
+
+namespace allocscope {
+
+struct ThreadCtx {
+  Slot* slot;
+  uint32_t depth;         // > 0 while inside the shim on this thread
+  uint32_t countdown;     // calls left before the next timing decision (1 = decide every call)
+  uint32_t timing;        // inside a timed window
+  uint32_t cpu_countdown; // timed calls left before the next rusage sample
+  uint64_t window_end;
+  uint32_t unobserved;    // this thread could not get a slot
+  uint32_t cpu_sampled;   // the current timed call also samples rusage (ru0 below)
+  format::Rusage ru0;
+};
+
+extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
+
+struct SamplingConfig {
+  uint32_t sample_every;       // N
+  uint32_t cpu_sample_every;   // M
+  uint32_t window_shift;
+  uint64_t period_mask;
+  uint64_t window_len;
+  uint64_t flush_interval;     // ticks between a thread's periodic flushes
+};
+extern SamplingConfig g_sampling;
+
+constexpr uint32_t kCheckEvery = 32;
+
+// Cold paths (recorder.cpp).
+Slot* enter_slow(ThreadCtx& t);
+uint64_t timing_decision(Slot* s);  // start tick of a timed call, or 0
+void record_timed(Slot* s, unsigned op, unsigned bucket, uint64_t size, bool failed, uint64_t t0,
+                  uint64_t t1);
+void read_thread_rusage(format::Rusage& out);
+
+inline Slot* enter() {
+  ThreadCtx& t = t_ctx;
+  Slot* s = t.slot;
+  if (__builtin_expect(t.depth == 0 && s != nullptr &&
+                           s->h.state.load(std::memory_order_relaxed) != kSlotFree, 1)) {
+    t.depth = 1;
+    return s;
+  }
+  return enter_slow(t);
+}
+
+inline void leave() { t_ctx.depth = 0; }
+
+// 0 for an untimed call, else the call's start tick.
+inline uint64_t start_timing(Slot* s) {
+  if (__builtin_expect(--t_ctx.countdown != 0, 1)) return 0;
+  return timing_decision(s);
+}
+
+inline void finish(Slot* s, uint64_t t0, unsigned op, unsigned b, uint64_t size, bool failed) {
+  const uint64_t t1 = t0 ? ticks() : 0;
+  Counter& c = s->counters[op][b];
+  bump(c.calls, 1);
+  bump(c.bytes, size);
+  if (__builtin_expect(failed, 0)) bump(c.failed, 1);
+  if (__builtin_expect(t0 != 0, 0)) record_timed(s, op, b, size, failed, t0, t1);
+}
+
+inline void finish(Slot* s, uint64_t t0, unsigned op, uint64_t size, bool failed) {
+  finish(s, t0, op, bucket_of(size), size, failed);
+}
+
+extern bool g_exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1
+
+}  // namespace allocscope

@@ -1,0 +1,251 @@
+// shim/slot_registry.cpp — slot table, reclaim of exited threads, chunk serialisation.
+#include "slot_registry.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "process_state.h"
+#include "recorder.h"
+#include "sys.h"
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+
+namespace allocscope {
+
+namespace {
+
+std::atomic<Slot*> g_slots[kMaxSlots];
+std::atomic<uint32_t> g_nslots{0};
+
+uint32_t slot_count() {
+  const uint32_t n = g_nslots.load(std::memory_order_acquire);
+  return n < kMaxSlots ? n : kMaxSlots;
+}
+
+void start_slot(Slot* s, int tid) {
+  SlotHeader& h = s->h;
+  h.flushing.store(0, std::memory_order_relaxed);
+  h.serial = g_ps->next_serial.fetch_add(1, std::memory_order_relaxed) + 1;
+  h.tid = static_cast<uint32_t>(tid);
+  h.seq = 0;
+  h.n_latency_rows = 0;
+  h.first_tick = h.last_tick = h.last_flush_tick = ticks();
+  h.calls_at_flush = 0;
+  h.events_written = h.events_dropped = h.reentrant_calls = 0;
+  std::memset(&h.rusage, 0xff, sizeof h.rusage);
+  h.ring.init(s->events, kRingEvents);
+  h.state.store(kSlotOwned, std::memory_order_release);
+  const uint32_t live = g_ps->live_threads.fetch_add(1, std::memory_order_relaxed) + 1;
+  uint32_t max = g_ps->max_live_threads.load(std::memory_order_relaxed);
+  while (live > max &&
+         !g_ps->max_live_threads.compare_exchange_weak(max, live, std::memory_order_relaxed)) {
+  }
+}
+
+uint64_t count_calls(const Slot* s) {
+  uint64_t n = 0;
+  for (unsigned op = 0; op < kOps; op++)
+    for (unsigned b = 0; b < kBucketSlots; b++) n += peek(s->counters[op][b].calls);
+  return n;
+}
+
+bool owner_gone(const Slot* s, int pid, int tid) {
+  return static_cast<int>(s->h.tid) == tid || sys::tgkill(pid, static_cast<int>(s->h.tid), 0) == -3;
+}
+
+Slot* new_slot() {
+  void* mem = sys::mmap(nullptr, kSlotBytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!mem) return nullptr;
+  sys::madvise(mem, kSlotBytes, MADV_WIPEONFORK);
+  Slot* s = static_cast<Slot*>(mem);
+  s->h.state.store(kSlotReclaiming, std::memory_order_relaxed);
+  const uint32_t idx = g_nslots.fetch_add(1, std::memory_order_acq_rel);
+  if (idx >= kMaxSlots) {
+    sys::munmap(mem, kSlotBytes);
+    return nullptr;
+  }
+  g_slots[idx].store(s, std::memory_order_release);
+  return s;
+}
+
+// --- serialisation -----------------------------------------------------------------------
+
+constexpr size_t kHdr = sizeof(format::ChunkHeader);
+
+bool write_events(Slot* s) {
+  constexpr uint64_t kPerChunk =
+      (kOutBuffer - kHdr - sizeof(format::EventsHeader)) / sizeof(format::Event);
+  bool ok = true;
+  while (ok && s->h.ring.size() > 0) {
+    auto* eh = reinterpret_cast<format::EventsHeader*>(s->out + kHdr);
+    auto* dst = reinterpret_cast<format::Event*>(s->out + kHdr + sizeof *eh);
+    uint32_t n = 0;
+    uint64_t first = s->h.ring.consumed();
+    s->h.ring.consume(kPerChunk, [&](const format::Event* src, uint64_t count, uint64_t) {
+      std::memcpy(dst + n, src, count * sizeof *src);
+      n += static_cast<uint32_t>(count);
+    });
+    eh->thread_serial = s->h.serial;
+    eh->count = n;
+    eh->first_index = first;
+    ok = write_chunk(format::ChunkType::Events, s->out, sizeof *eh + n * sizeof(format::Event));
+    if (ok) bump(s->h.events_written, n);
+    else bump(s->h.events_dropped, n);
+  }
+  return ok;
+}
+
+void fill_stats_header(Slot* s, format::ThreadStatsHeader* th, format::ThreadState state,
+                       uint16_t part, uint32_t rows, uint64_t now, uint64_t now_ns) {
+  std::memset(th, 0, sizeof *th);
+  th->thread_serial = s->h.serial;
+  th->tid = s->h.tid;
+  th->seq = s->h.seq;
+  th->part = part;
+  th->state = static_cast<uint8_t>(state);
+  th->first_tick = s->h.first_tick;
+  th->snapshot_tick = now;
+  th->snapshot_mono_ns = now_ns;
+  th->last_tick = s->h.last_tick;
+  th->rusage = s->h.rusage;
+  th->events_written = peek(s->h.events_written);
+  th->events_dropped = peek(s->h.events_dropped);
+  th->reentrant_calls = peek(s->h.reentrant_calls);
+  th->n_rows = rows;
+}
+
+bool write_stats(Slot* s, format::ThreadState state) {
+  const uint64_t now = ticks(), now_ns = mono_ns();
+  s->h.seq++;
+  constexpr size_t kBody = kHdr + sizeof(format::ThreadStatsHeader);
+  size_t pos = kBody;
+  uint32_t rows = 0;
+  uint16_t part = 0;
+  auto emit = [&](bool last) {
+    auto* th = reinterpret_cast<format::ThreadStatsHeader*>(s->out + kHdr);
+    fill_stats_header(s, th, state, static_cast<uint16_t>(part | (last ? format::kLastPart : 0)),
+                      rows, now, now_ns);
+    const bool ok = write_chunk(format::ChunkType::ThreadStats, s->out, pos - kHdr);
+    part++;
+    pos = kBody;
+    rows = 0;
+    return ok;
+  };
+  for (unsigned op = 0; op < kOps; op++) {
+    for (unsigned b = 0; b < kBucketSlots; b++) {
+      const Counter& c = s->counters[op][b];
+      const uint64_t calls = peek(c.calls);
+      if (calls == 0) continue;
+      const uint16_t idx = s->latency_index[op][b];
+      const LatencyRow* lr = idx ? &s->latency[idx - 1] : nullptr;
+      const size_t need = sizeof(format::StatsRow) + kLatencyBins * sizeof(format::LatencyBin);
+      if (pos + need > kOutBuffer && !emit(false)) return false;
+      auto* row = reinterpret_cast<format::StatsRow*>(s->out + pos);
+      std::memset(row, 0, sizeof *row);
+      row->op = static_cast<uint8_t>(op);
+      row->bucket = static_cast<uint8_t>(b);
+      row->calls = calls;
+      row->bytes = peek(c.bytes);
+      row->failed = peek(c.failed);
+      pos += sizeof *row;
+      if (lr) {
+        row->timed = peek(lr->timed);
+        row->timed_ticks = peek(lr->ticks);
+        row->max_ticks = peek(lr->max);
+        uint16_t nb = 0;
+        for (unsigned bin = 0; bin < kLatencyBins; bin++) {
+          const uint32_t n = __atomic_load_n(&lr->bins[bin], __ATOMIC_RELAXED);
+          if (!n) continue;
+          auto* lb = reinterpret_cast<format::LatencyBin*>(s->out + pos);
+          lb->bin = static_cast<uint16_t>(bin);
+          lb->reserved = 0;
+          lb->count = n;
+          pos += sizeof *lb;
+          nb++;
+        }
+        row->n_bins = nb;
+      }
+      rows++;
+    }
+  }
+  return emit(true);
+}
+
+}  // namespace
+
+Slot* acquire_slot() {
+  const int pid = g_ps->pid;
+  const int tid = sys::gettid();
+  const uint32_t n = slot_count();
+  for (uint32_t i = 0; i < n; i++) {
+    Slot* s = g_slots[i].load(std::memory_order_acquire);
+    if (!s) continue;
+    uint32_t st = s->h.state.load(std::memory_order_acquire);
+    if (st == kSlotFree) {
+      // Never used in this process (a fork child's wiped slot): already all zeroes.
+      if (s->h.state.compare_exchange_strong(st, kSlotReclaiming, std::memory_order_acq_rel)) {
+        start_slot(s, tid);
+        return s;
+      }
+    } else if (st == kSlotExited && owner_gone(s, pid, tid)) {
+      if (s->h.state.compare_exchange_strong(st, kSlotReclaiming, std::memory_order_acq_rel)) {
+        if (count_calls(s) != s->h.calls_at_flush || s->h.ring.size() > 0)
+          flush_slot(s, format::ThreadState::Exited);
+        // Zero everything but the header page; the kernel refills it with zero pages lazily.
+        sys::madvise(reinterpret_cast<char*>(s) + kSlotHeaderSize, kSlotBytes - kSlotHeaderSize,
+                     MADV_DONTNEED);
+        start_slot(s, tid);
+        return s;
+      }
+    }
+  }
+  Slot* s = new_slot();
+  if (s) start_slot(s, tid);
+  return s;
+}
+
+bool flush_slot(Slot* s, format::ThreadState state) {
+  uint32_t expected = 0;
+  if (!s->h.flushing.compare_exchange_strong(expected, 1, std::memory_order_acquire)) return false;
+  bool ok = g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive &&
+            sys::getpid() == g_ps->pid;
+  if (ok) {
+    if (t_ctx.slot == s) read_thread_rusage(s->h.rusage);  // getrusage only sees the caller
+    const uint64_t calls = count_calls(s);
+    ok = write_events(s) && write_stats(s, state);
+    s->h.calls_at_flush = calls;
+    s->h.last_flush_tick = ticks();
+  }
+  s->h.flushing.store(0, std::memory_order_release);
+  return ok;
+}
+
+void flush_all_slots(format::ThreadState state) {
+  const uint32_t n = slot_count();
+  for (uint32_t i = 0; i < n; i++) {
+    Slot* s = g_slots[i].load(std::memory_order_acquire);
+    if (!s) continue;
+    const uint32_t st = s->h.state.load(std::memory_order_acquire);
+    if (st != kSlotOwned && st != kSlotExited) continue;
+    if (count_calls(s) == s->h.calls_at_flush && s->h.ring.size() == 0 && s->h.seq != 0)
+      continue;
+    flush_slot(s, st == kSlotOwned ? state : format::ThreadState::Exited);
+  }
+}
+
+uint64_t total_events_dropped() {
+  uint64_t sum = 0;
+  const uint32_t n = slot_count();
+  for (uint32_t i = 0; i < n; i++) {
+    Slot* s = g_slots[i].load(std::memory_order_acquire);
+    if (s && s->h.state.load(std::memory_order_acquire) != kSlotFree)
+      sum += peek(s->h.events_dropped);
+  }
+  return sum;
+}
+
+}  // namespace allocscope

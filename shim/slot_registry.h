@@ -1,0 +1,27 @@
+// shim/slot_registry.h — the table of per-thread slots and the code that turns them into chunks.
+//
+// The table is append-only (a slot, once mapped, stays mapped for the life of the image) and is
+// scanned without locks: a thread claims a slot with one CAS.  Slots of exited threads are
+// reclaimed once the kernel says their thread is gone (tgkill(pid, tid, 0) == -ESRCH).
+#pragma once
+#include "allocscope/format.h"
+#include "thread_slot.h"
+
+namespace allocscope {
+
+constexpr unsigned kMaxSlots = 4096;
+
+// A slot for the calling thread, initialised and Owned; null when the table is full.
+Slot* acquire_slot();
+
+// Writes the slot's pending events and a cumulative statistics snapshot. Returns false when the
+// slot is being flushed by someone else (never waits) or the profile is not writable.
+bool flush_slot(Slot* s, format::ThreadState state);
+
+// Flushes every slot with news since its last flush (at exit: state ProcessExit).
+void flush_all_slots(format::ThreadState state);
+
+// Totals over all slots, for ProcessEnd.
+uint64_t total_events_dropped();
+
+}  // namespace allocscope

@@ -1,0 +1,73 @@
+// shim/thread_slot.h — one thread's statistics, owned by that thread, read by flushers.
+//
+// A slot is an anonymous mapping (MADV_WIPEONFORK: a fork child sees it zeroed, i.e. Free).
+// Its first page holds the header (state, identity, ring indices); the rest are the counters,
+// latency rows, event ring and the output buffer, committed by the kernel only where touched.
+//
+// Lifecycle: Free -> Owned (a thread attached) -> Exited (its pthread key destructor flushed it;
+// the thread may still allocate during its teardown and is still counted) -> Reclaiming (another
+// thread saw the owner is gone, flushed the remainder) -> Owned by the new thread.
+// Only the owner writes counters; flushers read them with relaxed atomics.  The `flushing`
+// try-flag makes the ring single-consumer; nobody ever waits for it.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "allocscope/buckets.h"
+#include "allocscope/format.h"
+#include "allocscope/ops.h"
+#include "allocscope/ring.h"
+
+namespace allocscope {
+
+enum SlotState : uint32_t { kSlotFree = 0, kSlotOwned = 1, kSlotExited = 2, kSlotReclaiming = 3 };
+
+struct Counter {
+  uint64_t calls, bytes, failed, reserved;
+};
+
+struct LatencyRow {
+  uint64_t timed, ticks, max;
+  uint32_t bins[kLatencyBins];
+};
+
+constexpr unsigned kBucketSlots = 256;       // size buckets plus kBucketUnknown
+constexpr unsigned kMaxLatencyRows = 512;   // distinct (op, bucket) pairs that got timed calls
+constexpr unsigned kRingEvents = 4096;      // timed-call events buffered per thread
+constexpr size_t kOutBuffer = 64 * 1024;    // one chunk is built here before its write(2)
+constexpr size_t kSlotHeaderSize = 4096;
+
+struct SlotHeader {
+  std::atomic<uint32_t> state;
+  std::atomic<uint32_t> flushing;
+  uint32_t serial;
+  uint32_t tid;
+  uint32_t seq;                // snapshots written
+  uint32_t n_latency_rows;
+  uint64_t first_tick, last_tick, last_flush_tick;
+  uint64_t calls_at_flush;     // sum of all counters at the last flush
+  uint64_t events_written, events_dropped, reentrant_calls;
+  format::Rusage rusage;       // as of the owner's last flush
+  Ring<format::Event> ring;
+};
+static_assert(sizeof(SlotHeader) <= kSlotHeaderSize);
+
+struct Slot {
+  SlotHeader h;
+  alignas(kSlotHeaderSize) Counter counters[kOps][kBucketSlots];
+  uint16_t latency_index[kOps][kBucketSlots];  // 0 = no row yet, else row number + 1
+  LatencyRow latency[kMaxLatencyRows];
+  format::Event events[kRingEvents];
+  alignas(64) unsigned char out[kOutBuffer];
+};
+
+constexpr size_t kSlotBytes = (sizeof(Slot) + 4095) & ~size_t{4095};
+
+// Relaxed single-writer updates: plain loads/stores in the generated code, yet race-free.
+inline void bump(uint64_t& x, uint64_t d) {
+  __atomic_store_n(&x, __atomic_load_n(&x, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
+}
+inline uint64_t peek(const uint64_t& x) { return __atomic_load_n(&x, __ATOMIC_RELAXED); }
+
+}  // namespace allocscope
