@@ -27,10 +27,11 @@ __attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real&& r
                                                    Failed&& failed) {
   Slot* s = enter();
   if (!s) return real();
+  const unsigned b = bucket_of(size);
+  count_call(s, op(o), b, size);
   const uint64_t t0 = start_timing(s);
   auto r = real();
-  finish(s, t0, op(o), size, failed(r));
-  leave();
+  finish(t0, op(o), b, size, failed(r));
   return r;
 }
 
@@ -50,16 +51,18 @@ void allocscope_free(void* ptr) {
   Slot* s = enter();
   if (!s) return g_real.free(ptr);
   uint64_t t0 = start_timing(s);
-  uint64_t size = 0;
-  unsigned bucket = kBucketUnknown;
-  if (t0 || g_exact_free_sizes) {  // the block's size costs as much as the free: only when used
-    size = ptr ? g_real.malloc_usable_size(ptr) : 0;
-    bucket = bucket_of(size);
-    if (t0) t0 = ticks();
+  if (__builtin_expect(t0 == 0 && !g_exact_free_sizes, 1)) {
+    // The block's size costs as much as the free itself: taken on timed calls only.
+    count_call(s, op(Op::Free), kBucketUnknown, 0);
+    g_real.free(ptr);
+    return leave();
   }
+  const uint64_t size = ptr ? g_real.malloc_usable_size(ptr) : 0;
+  const unsigned b = bucket_of(size);
+  count_call(s, op(Op::Free), b, size);
+  if (t0) t0 = ticks();
   g_real.free(ptr);
-  finish(s, t0, op(Op::Free), bucket, size, false);
-  leave();
+  finish(t0, op(Op::Free), b, size, false);
 }
 
 void* allocscope_calloc(size_t n, size_t size) {
@@ -131,8 +134,9 @@ size_t allocscope_malloc_usable_size(void* ptr) {
   if (!s) return g_real.malloc_usable_size(ptr);
   const uint64_t t0 = start_timing(s);
   const size_t n = g_real.malloc_usable_size(ptr);
-  finish(s, t0, op(Op::MallocUsableSize), n, false);
-  leave();
+  const unsigned b = bucket_of(n);
+  count_call(s, op(Op::MallocUsableSize), b, n);
+  finish(t0, op(Op::MallocUsableSize), b, n, false);
   return n;
 }
 

@@ -57,6 +57,20 @@ void* emulated_reallocarray(void* p, size_t n, size_t size) {
 }
 size_t no_usable_size(void*) { return 0; }
 
+// The object that defines `fn`, or null.
+const void* object_of(void* fn) {
+  Dl_info info;
+  return fn && dladdr(fn, &info) ? info.dli_fbase : nullptr;
+}
+
+// An allocator that lacks, say, pvalloc (Debian's jemalloc) lets dlsym find the libc's: its blocks
+// would come from another heap and crash the allocator's free.  Optional functions defined outside
+// malloc's object are emulated on top of the allocator's own posix_memalign/realloc.
+template <class F>
+F same_object_or_null(F fn, const void* malloc_object) {
+  return fn && object_of(reinterpret_cast<void*>(fn)) == malloc_object ? fn : nullptr;
+}
+
 void resolve_all() {
   RealAllocator r{};
   r.malloc = resolve<decltype(r.malloc)>("malloc");
@@ -71,6 +85,13 @@ void resolve_all() {
   r.pvalloc = resolve<decltype(r.pvalloc)>("pvalloc");
   r.malloc_usable_size = resolve<decltype(r.malloc_usable_size)>("malloc_usable_size");
   r.dlopen = resolve<decltype(r.dlopen)>("dlopen");
+  const void* home = object_of(reinterpret_cast<void*>(r.malloc));
+  r.reallocarray = same_object_or_null(r.reallocarray, home);
+  r.aligned_alloc = same_object_or_null(r.aligned_alloc, home);
+  r.memalign = same_object_or_null(r.memalign, home);
+  r.valloc = same_object_or_null(r.valloc, home);
+  r.pvalloc = same_object_or_null(r.pvalloc, home);
+  r.malloc_usable_size = same_object_or_null(r.malloc_usable_size, home);
   g_real = r;
   if (!g_real.reallocarray) g_real.reallocarray = emulated_reallocarray;
   if (!g_real.aligned_alloc) g_real.aligned_alloc = emulated_aligned_alloc;
@@ -81,6 +102,16 @@ void resolve_all() {
   Dl_info info;
   if (g_real.malloc && dladdr(reinterpret_cast<void*>(g_real.malloc), &info) && info.dli_fname)
     g_path = info.dli_fname;
+  const bool split = object_of(reinterpret_cast<void*>(r.free)) != home ||
+                     object_of(reinterpret_cast<void*>(r.calloc)) != home ||
+                     object_of(reinterpret_cast<void*>(r.realloc)) != home ||
+                     object_of(reinterpret_cast<void*>(r.posix_memalign)) != home;
+  if (split) {
+    static const char msg[] =
+        "allocscope: the allocator behind malloc does not define free, calloc, realloc and "
+        "posix_memalign itself; the program mixes two allocators\n";
+    sys::write(2, msg, sizeof msg - 1);
+  }
 }
 
 }  // namespace

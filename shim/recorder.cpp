@@ -128,7 +128,7 @@ uint64_t timing_decision(Slot* s) {
     t.timing = 0;
     const uint64_t phase = now & c.period_mask;
     if (phase >= c.window_len) {
-      t.countdown = kCheckEvery;
+      t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : kCheckEvery;
       s->h.last_tick = now;
       if (now - s->h.last_flush_tick > c.flush_interval) flush_in_place(s);
       return 0;
@@ -143,6 +143,12 @@ uint64_t timing_decision(Slot* s) {
     read_thread_rusage(t.ru0);
   }
   return ticks();
+}
+
+void finish_slow(uint64_t t0, uint64_t t1, unsigned op, unsigned b, uint64_t size, bool failed) {
+  Slot* s = t_ctx.slot;
+  if (failed) bump(s->counters[op][b].failed, 1);
+  if (t0) record_timed(s, op, b, size, failed, t0, t1);
 }
 
 void record_timed(Slot* s, unsigned op, unsigned bucket, uint64_t size, bool failed, uint64_t t0,

@@ -42,7 +42,8 @@ struct SamplingConfig {
 };
 extern SamplingConfig g_sampling;
 
-constexpr uint32_t kCheckEvery = 32;
+constexpr uint32_t kCheckEvery = 32;          // between window checks (≈1 µs of calls)
+constexpr uint32_t kCheckEveryCountOnly = 1024; // count-only: just the periodic flush check
 
 // Cold paths (recorder.cpp).
 Slot* enter_slow(ThreadCtx& t);
@@ -70,17 +71,20 @@ inline uint64_t start_timing(Slot* s) {
   return timing_decision(s);
 }
 
-inline void finish(Slot* s, uint64_t t0, unsigned op, unsigned b, uint64_t size, bool failed) {
-  const uint64_t t1 = t0 ? ticks() : 0;
+// Counts one call of `op` in bucket `b`; done before the real call, so that nothing but the start
+// tick needs to survive it.
+inline void count_call(Slot* s, unsigned op, unsigned b, uint64_t size) {
   Counter& c = s->counters[op][b];
   bump(c.calls, 1);
   bump(c.bytes, size);
-  if (__builtin_expect(failed, 0)) bump(c.failed, 1);
-  if (__builtin_expect(t0 != 0, 0)) record_timed(s, op, b, size, failed, t0, t1);
 }
 
-inline void finish(Slot* s, uint64_t t0, unsigned op, uint64_t size, bool failed) {
-  finish(s, t0, op, bucket_of(size), size, failed);
+// After the real call, for a timed or failed call only: the slot is found again from the thread.
+void finish_slow(uint64_t t0, uint64_t t1, unsigned op, unsigned b, uint64_t size, bool failed);
+
+inline void finish(uint64_t t0, unsigned op, unsigned b, uint64_t size, bool failed) {
+  if (__builtin_expect(t0 != 0 || failed, 0)) finish_slow(t0, t0 ? ticks() : 0, op, b, size, failed);
+  leave();
 }
 
 extern bool g_exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1
