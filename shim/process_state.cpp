@@ -228,10 +228,12 @@ bool process_active() {
   }
   ProcessState* ps = __atomic_load_n(&g_ps, __ATOMIC_ACQUIRE);
   int mode = ps->mode.load(std::memory_order_acquire);
-  if (mode == kModeActive) return true;
+  // Threads that arrive while another initialises may count already: their slots are flushed
+  // once the profile is open.
+  if (mode == kModeActive || mode == kModeInitialising) return true;
   if (mode != kModeUninitialised) return false;
   if (!ps->mode.compare_exchange_strong(mode, kModeInitialising, std::memory_order_acq_rel))
-    return false;
+    return mode == kModeActive || mode == kModeInitialising;
   if (!real_allocator_ready()) {  // resolved by now in practice; be safe
     ps->mode.store(kModeUninitialised, std::memory_order_release);
     return false;

@@ -35,8 +35,9 @@ struct ProcessState {
 
 extern ProcessState* g_ps;
 
-// True when this process records (initialising it on first use). Never blocks: a thread that
-// arrives while another initialises gets false for that call.
+// True when threads of this process may record (initialising it on first use). Never blocks: a
+// thread that arrives while another initialises may count at once; its first flush waits for the
+// profile to be open.
 bool process_active();
 
 // Appends one chunk. `buf` holds room for a ChunkHeader followed by `payload_len` payload bytes.

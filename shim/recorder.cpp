@@ -137,6 +137,7 @@ uint64_t timing_decision(Slot* s) {
     t.window_end = now - phase + c.window_len;
   }
   t.countdown = 1;  // decide again on the next call
+  if (t.cpu_countdown == 0) t.cpu_countdown = c.cpu_sample_every;  // attached before start-up ended
   if (c.cpu_sample_every && --t.cpu_countdown == 0) {
     t.cpu_countdown = c.cpu_sample_every;
     t.cpu_sampled = 1;
@@ -147,7 +148,10 @@ uint64_t timing_decision(Slot* s) {
 
 void finish_slow(uint64_t t0, uint64_t t1, unsigned op, unsigned b, uint64_t size, bool failed) {
   Slot* s = t_ctx.slot;
-  if (failed) bump(s->counters[op][b].failed, 1);
+  if (failed) {  // bytes count what was obtained: take back the request that failed
+    bump(s->counters[op][b].failed, 1);
+    bump(s->counters[op][b].bytes, 0 - size);
+  }
   if (t0) record_timed(s, op, b, size, failed, t0, t1);
 }
 

@@ -7,6 +7,7 @@
 //   free: the usable size of the block being freed (0 for free(NULL)), taken on timed calls
 //         (or on all, with ALLOCSCOPE_FREE_SIZES=1); otherwise the bucket is kBucketUnknown;
 //   malloc_usable_size: the value returned.
+// Bytes are summed over successful calls only (a failed 2^63-byte request obtains nothing).
 #pragma once
 #include <cstdint>
 

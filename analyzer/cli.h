@@ -1,0 +1,33 @@
+// cli.h — conventions shared by the subcommands of the `allocscope` executable.
+//
+// A subcommand is a function from its arguments (those after its name) to an exit status.  It
+// reports a bad command line by throwing UsageError and any other failure by throwing an
+// exception derived from std::exception (ProfileError, …); main() turns both into one line on
+// stderr and exit status kExitError.  Subcommands that run a program return its status instead.
+#pragma once
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace allocscope {
+
+constexpr int kExitError = 2;
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+using CommandArgs = std::span<const std::string>;
+
+struct Subcommand {
+  std::string_view name;
+  std::string_view summary;  // one line, for `allocscope --help`
+  int (*run)(CommandArgs args);
+};
+
+// True for "-h" and "--help".
+bool is_help_flag(std::string_view arg);
+
+}  // namespace allocscope

@@ -1,0 +1,275 @@
+#include "record.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+#include "allocator_lookup.h"
+#include "child_process.h"
+#include "program_check.h"
+#include "shim_lookup.h"
+
+extern char** environ;
+
+namespace allocscope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: allocscope record [-o FILE] [--allocator NAME|PATH] [--sample N] [--] CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD with the allocscope shim preloaded and writes its allocator profile.\n"
+    "\n"
+    "  -o, --output FILE   profile of CMD's process (default: allocscope.<CMD>.<pid>.asp);\n"
+    "                      other processes it starts write FILE.<pid>; never overwrites\n"
+    "  --allocator NAME    run CMD on another malloc: glibc/system/musl (its own), jemalloc,\n"
+    "                      tcmalloc, mimalloc, scudo, or the path of a shared library\n"
+    "  --sample N          time 1 call in N; 0 counts calls without timing any\n"
+    "                      (default: the shim's)\n"
+    "  -h, --help          this help\n"
+    "\n"
+    "Exit status: CMD's (128+N if a signal N killed it, 127 if it could not be run);\n"
+    "2 if allocscope itself could not start it.\n";
+
+constexpr std::string_view kEnvPrefixesToReplace[] = {"LD_PRELOAD=", "ALLOCSCOPE_OUTPUT=", "ALLOCSCOPE_ROOT_PID="};
+
+uint32_t parse_sample(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value > UINT32_MAX || text[0] == '-' || text[0] == '+') {
+    throw UsageError(fmt::format("record: --sample needs a whole number from 0 to {}, not '{}'", UINT32_MAX, text));
+  }
+  return static_cast<uint32_t>(value);
+}
+
+// "--name VALUE", "--name=VALUE", and for a short option also "-xVALUE".
+bool take_value(CommandArgs args, size_t& i, std::string_view long_name, std::string_view short_name,
+                std::string& value) {
+  const std::string& arg = args[i];
+  auto next = [&]() -> std::string {
+    if (i + 1 >= args.size()) throw UsageError(fmt::format("record: {} needs a value", arg));
+    return args[++i];
+  };
+  if (arg == long_name || (!short_name.empty() && arg == short_name)) {
+    value = next();
+    return true;
+  }
+  if (arg.starts_with(std::string(long_name) + "=")) {
+    value = arg.substr(long_name.size() + 1);
+    return true;
+  }
+  if (!short_name.empty() && arg.starts_with(short_name) && arg.size() > short_name.size()) {
+    value = arg.substr(short_name.size());
+    return true;
+  }
+  return false;
+}
+
+void check_preloadable_path(const fs::path& path, const char* what) {
+  if (path.string().find_first_of(": \t\n") != std::string::npos) {
+    throw std::runtime_error(fmt::format(
+        "the {} path '{}' contains a ':' or a blank, which LD_PRELOAD cannot express", what, path.string()));
+  }
+}
+
+// Names in `dir` that begin with `prefix`.
+std::set<std::string> names_with_prefix(const fs::path& dir, const std::string& prefix) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.starts_with(prefix)) names.insert(std::move(name));
+  }
+  return names;
+}
+
+// "<pid>" or "<pid>.<n>": the suffixes the shim gives the profiles of other processes.
+bool is_child_profile_suffix(std::string_view suffix) {
+  const size_t dot = suffix.find('.');
+  auto digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (dot == std::string_view::npos) return digits(suffix);
+  return digits(suffix.substr(0, dot)) && digits(suffix.substr(dot + 1));
+}
+
+// Natural order: file.12 before file.100, file.12.2 before file.12.10.
+bool natural_less(const std::string& a, const std::string& b) { return strverscmp(a.c_str(), b.c_str()) < 0; }
+
+// Where the profiles go: the root file is `shown` (as the user will read it) and `absolute`.
+struct OutputPlan {
+  fs::path dir;                 // absolute directory of the profiles
+  std::optional<fs::path> given;  // -o, absolute
+  PidTemplate default_name;     // without -o: file name, completed with the child's pid
+  std::string shown_prefix;     // how to display paths in that directory
+
+  fs::path root_file(pid_t pid) const { return given ? *given : dir / default_name.with_pid(pid); }
+  std::string shown(const std::string& file_name) const { return shown_prefix + file_name; }
+};
+
+OutputPlan plan_output(const RecordOptions& options) {
+  OutputPlan plan;
+  if (options.output) {
+    const fs::path absolute = fs::absolute(*options.output).lexically_normal();
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(absolute, ec))) {
+      throw std::runtime_error(fmt::format("{} already exists; not overwriting it", options.output->string()));
+    }
+    if (absolute.filename().empty()) throw UsageError(fmt::format("record: -o {}: not a file name", options.output->string()));
+    if (!fs::is_directory(absolute.parent_path(), ec)) {
+      throw std::runtime_error(fmt::format("{}: directory does not exist", absolute.parent_path().string()));
+    }
+    plan.given = absolute;
+    plan.dir = absolute.parent_path();
+    const fs::path shown_dir = options.output->parent_path();
+    plan.shown_prefix = shown_dir.empty() ? "" : (shown_dir / "").string();
+  } else {
+    plan.dir = fs::current_path();
+    const std::string base = fs::path(options.command.front()).filename().string();
+    plan.default_name = {fmt::format("allocscope.{}.", base), ".asp"};
+  }
+  return plan;
+}
+
+std::vector<std::string> child_environment(const std::string& preload, const std::optional<uint32_t>& sample,
+                                           const std::optional<fs::path>& output) {
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry; ++entry) {
+    const std::string_view text(*entry);
+    const bool replaced = std::any_of(std::begin(kEnvPrefixesToReplace), std::end(kEnvPrefixesToReplace),
+                                      [&](std::string_view p) { return text.starts_with(p); });
+    if (replaced || (sample && text.starts_with("ALLOCSCOPE_SAMPLE="))) continue;
+    env.emplace_back(text);
+  }
+  env.push_back("LD_PRELOAD=" + preload);
+  if (sample) env.push_back(fmt::format("ALLOCSCOPE_SAMPLE={}", *sample));
+  if (output) env.push_back("ALLOCSCOPE_OUTPUT=" + output->string());
+  return env;
+}
+
+void report_profiles(const OutputPlan& plan, pid_t pid, const std::set<std::string>& before) {
+  const fs::path root = plan.root_file(pid);
+  const std::string root_name = root.filename().string();
+  std::vector<std::string> others;
+  for (const auto& name : names_with_prefix(plan.dir, root_name + ".")) {
+    if (!before.contains(name) && is_child_profile_suffix(std::string_view(name).substr(root_name.size() + 1))) {
+      others.push_back(plan.shown(name));
+    }
+  }
+  std::sort(others.begin(), others.end(), natural_less);
+  std::string more;
+  for (const auto& name : others) more += (more.empty() ? "" : ", ") + name;
+  std::error_code ec;
+  if (fs::exists(root, ec)) {
+    fmt::print(stderr, "allocscope: profile written to {}{}\n", plan.shown(root_name),
+               others.empty() ? "" : fmt::format(" (and {} more: {})", others.size(), more));
+    return;
+  }
+  fmt::print(stderr,
+             "allocscope: no profile was written to {} (the program may never have called the allocator, be "
+             "setuid, or have become a statically linked program by exec; or the shim could not create the "
+             "file){}\n",
+             plan.shown(root_name),
+             others.empty() ? "" : fmt::format("; {} other profiles: {}", others.size(), more));
+}
+
+}  // namespace
+
+std::optional<RecordOptions> parse_record_options(CommandArgs args) {
+  RecordOptions options;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    std::string value;
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (is_help_flag(arg)) return std::nullopt;
+    if (arg.empty() || arg[0] != '-' || arg == "-") break;  // CMD
+    if (take_value(args, i, "--output", "-o", value)) {
+      if (value.empty()) throw UsageError("record: -o needs a file name");
+      options.output = value;
+    } else if (take_value(args, i, "--allocator", "", value)) {
+      options.allocator = value;
+    } else if (take_value(args, i, "--sample", "", value)) {
+      options.sample_every = parse_sample(value);
+    } else {
+      throw UsageError(fmt::format("record: unknown option '{}'", arg));
+    }
+  }
+  options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (options.command.empty()) throw UsageError("record: missing CMD");
+  return options;
+}
+
+std::string preload_list(const fs::path& shim, const std::optional<fs::path>& allocator, const char* previous) {
+  check_preloadable_path(shim, "shim");
+  std::string list = shim.string();
+  if (allocator) {
+    check_preloadable_path(*allocator, "allocator");
+    list += ":" + allocator->string();
+  }
+  if (previous && *previous) list += std::string(":") + previous;
+  return list;
+}
+
+int record_command(CommandArgs args) {
+  const auto parsed = parse_record_options(args);
+  if (!parsed) {
+    fmt::print("{}", kUsage);
+    return 0;
+  }
+  const RecordOptions& options = *parsed;
+  const std::string& command = options.command.front();
+
+  const fs::path shim = find_shim();
+  const AllocatorChoice allocator = options.allocator ? find_allocator(*options.allocator) : AllocatorChoice{};
+  const auto program = resolve_command(command);
+  if (!program) {
+    fmt::print(stderr, "allocscope: {}: command not found\n", command);
+    return 127;
+  }
+  if (const PreloadCheck check = check_preloadable(*program); !check.ok) {
+    const std::string via = check.elf == *program ? "" : fmt::format(" (run by {})", check.elf.string());
+    throw std::runtime_error(fmt::format("{}{} {}", command, via, check.problem));
+  }
+  const OutputPlan plan = plan_output(options);
+
+  ChildSpec spec;
+  spec.program = *program;
+  spec.argv = options.command;
+  spec.env = child_environment(preload_list(shim, allocator.library, std::getenv("LD_PRELOAD")),
+                               options.sample_every, plan.given);
+  spec.pid_env.push_back({"ALLOCSCOPE_ROOT_PID=", ""});
+  if (!plan.given) {
+    const std::string dir = (plan.dir / "").string();
+    spec.pid_env.push_back({"ALLOCSCOPE_OUTPUT=" + dir + plan.default_name.prefix, plan.default_name.suffix});
+    spec.fresh_path = PidTemplate{dir + plan.default_name.prefix, plan.default_name.suffix};
+  }
+
+  const std::string root_prefix = plan.given ? plan.given->filename().string() : plan.default_name.prefix;
+  const std::set<std::string> before = names_with_prefix(plan.dir, root_prefix);
+  const ChildResult result = run_child(spec);
+
+  if (result.fresh_path_existed) {
+    throw std::runtime_error(fmt::format("{} already exists; not overwriting it",
+                                         plan.shown(plan.root_file(result.pid).filename().string())));
+  }
+  if (result.exec_errno != 0) {
+    fmt::print(stderr, "allocscope: cannot execute {}: {}\n", command, std::strerror(result.exec_errno));
+    return result.status;
+  }
+  report_profiles(plan, result.pid, before);
+  return result.status;
+}
+
+}  // namespace allocscope

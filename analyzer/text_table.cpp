@@ -1,0 +1,55 @@
+#include "text_table.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace allocscope {
+
+size_t display_width(std::string_view text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // skip UTF-8 continuation bytes
+  }));
+}
+
+void TextTable::add_row(std::vector<std::string> cells) {
+  if (cells.size() > columns_.size()) throw std::logic_error("TextTable: row wider than the table");
+  cells.resize(columns_.size());
+  rows_.push_back(std::move(cells));
+}
+
+namespace {
+
+void append_cell(std::string& line, std::string_view text, size_t width, TextTable::Align align,
+                 bool last) {
+  const size_t pad = width - std::min(width, display_width(text));
+  if (align == TextTable::Align::Right) line.append(pad, ' ');
+  line += text;
+  if (align == TextTable::Align::Left && !last) line.append(pad, ' ');
+}
+
+}  // namespace
+
+std::string TextTable::render(std::string_view indent) const {
+  const bool has_header = std::any_of(columns_.begin(), columns_.end(),
+                                      [](const Column& c) { return !c.title.empty(); });
+  std::vector<size_t> widths(columns_.size());
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    if (has_header) widths[c] = display_width(columns_[c].title);
+    for (const auto& row : rows_) widths[c] = std::max(widths[c], display_width(row[c]));
+  }
+  auto render_line = [&](auto cell_text) {
+    std::string line(indent);
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      if (c > 0) line += "  ";
+      append_cell(line, cell_text(c), widths[c], columns_[c].align, c + 1 == columns_.size());
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    return line + '\n';
+  };
+  std::string out;
+  if (has_header) out += render_line([&](size_t c) -> std::string_view { return columns_[c].title; });
+  for (const auto& row : rows_) out += render_line([&](size_t c) -> std::string_view { return row[c]; });
+  return out;
+}
+
+}  // namespace allocscope
