@@ -1,0 +1,55 @@
+"""The preload library is libc-agnostic: it needs no libc by name and uses only symbols that both
+glibc and musl export, so one file loads into glibc and musl processes alike."""
+import glob
+import os
+import subprocess
+import unittest
+
+from allocscope_e2e import BUILD
+
+SHIM = os.path.join(BUILD, "shim", "liballocscope.so")
+
+
+def dynamic_symbols(path, undefined):
+    flag = "--undefined-only" if undefined else "--defined-only"
+    out = subprocess.run(["nm", "-D", flag, path], capture_output=True, text=True, check=True)
+    names = set()
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if not parts or (undefined and parts[0] == "w"):
+            continue  # weak references may stay unresolved
+        names.add(parts[-1].split("@")[0])
+    return names
+
+
+def libc_paths():
+    glibc = "/lib/x86_64-linux-gnu/libc.so.6"
+    musl = (glob.glob("/lib/ld-musl-*.so.1") or [None])[0]
+    return glibc, musl
+
+
+class ShimBinary(unittest.TestCase):
+    def test_no_library_dependencies(self):
+        out = subprocess.run(["readelf", "-d", SHIM], capture_output=True, text=True, check=True)
+        self.assertNotIn("(NEEDED)", out.stdout)
+
+    def test_undefined_symbols_exist_in_both_libcs(self):
+        glibc, musl = libc_paths()
+        if not os.path.exists(glibc) or musl is None:
+            self.skipTest("both glibc and musl are needed")
+        needed = dynamic_symbols(SHIM, undefined=True)
+        self.assertTrue(needed)
+        for libc in (glibc, musl):
+            missing = needed - dynamic_symbols(libc, undefined=False)
+            self.assertEqual(missing, set(), f"not exported by {libc}")
+
+    def test_exports_the_whole_family(self):
+        exported = dynamic_symbols(SHIM, undefined=False)
+        for name in ("malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
+                     "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
+                     "dlopen"):
+            self.assertIn(name, exported)
+
+
+if __name__ == "__main__":
+    unittest.main()
