@@ -99,7 +99,8 @@ struct Calibration {
   uint64_t futex_wait_ticks;     // FUTEX_WAIT on a changed value (returns at once, EAGAIN)
   uint64_t rusage_ticks;         // getrusage(RUSAGE_THREAD)
   uint64_t thread_cputime_ticks; // clock_gettime(CLOCK_THREAD_CPUTIME_ID)
-  uint64_t reserved[4];
+  uint64_t minor_fault_ticks;    // first touch of a fresh anonymous page (a minor fault)
+  uint64_t reserved[3];
 };
 static_assert(sizeof(Calibration) == 16 + 8 * 5 + 8 * 6 + 32);
 
