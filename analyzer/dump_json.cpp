@@ -102,6 +102,7 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   write_probe(w, p, "futex_wait", c.futex_wait_ticks);
   write_probe(w, p, "rusage", c.rusage_ticks);
   write_probe(w, p, "thread_cputime", c.thread_cputime_ticks);
+  write_probe(w, p, "minor_fault", c.minor_fault_ticks);
   w.end_object();
 }
 

@@ -144,7 +144,8 @@ std::string calibration_section(const Profile& p) {
   const std::pair<const char*, uint64_t> rows[] = {
       {"clock read", c.clock_read_ticks},       {"syscall (getppid)", c.syscall_ticks},
       {"futex wake", c.futex_wake_ticks},       {"futex wait (EAGAIN)", c.futex_wait_ticks},
-      {"getrusage(thread)", c.rusage_ticks},    {"thread cputime", c.thread_cputime_ticks}};
+      {"getrusage(thread)", c.rusage_ticks},    {"thread cputime", c.thread_cputime_ticks},
+      {"minor fault", c.minor_fault_ticks}};
   for (const auto& [name, ticks] : rows) probes.add_row({name, group_digits(ticks), duration(p, ticks)});
   return section("Calibration", fields.render() + "\n" + probes.render());
 }

@@ -39,6 +39,8 @@ int allocscope_fexecve(int fd, char* const argv[], char* const envp[]);
 /* execl (kind 0), execlp (1), execle (2): the variadic list after arg0. */
 int allocscope_execl_list(int kind, const char* path, const char* arg0, va_list ap);
 
+/* Starts recording now (calibration, profile file) instead of at the first allocator call. */
+void allocscope_start(void);
 /* Output path (NULL: from the environment) and 1-in-N timing (-1: from the environment). */
 void allocscope_configure(const char* output_path, int sample_every);
 /* Flushes every thread's statistics and events to the profile. */

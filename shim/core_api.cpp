@@ -153,6 +153,10 @@ void allocscope_configure(const char* output_path, int sample_every) {
   set_sample_override(sample_every);
 }
 
+void allocscope_start(void) {
+  if (real_allocator_ready()) process_active();
+}
+
 void allocscope_flush(void) {
   if (!g_ps || g_ps->mode.load(std::memory_order_acquire) != kModeActive) return;
   t_ctx.depth++;

@@ -4,6 +4,11 @@
 
 #include "allocscope_core.h"
 
+// Start-up at load time, so that every observed process has a profile (even one that never
+// allocates) and its start time is the image's.  (A library constructor that allocates earlier
+// starts it instead.)  Only the preload library does this: tests drive the core by hand.
+__attribute__((constructor)) static void allocscope_at_load() { allocscope_start(); }
+
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
 EXPORT void* malloc(size_t n) { return allocscope_malloc(n); }

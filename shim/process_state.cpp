@@ -311,13 +311,6 @@ void say_once(int id, const char* a, const char* b, const char* c) {
   sys::write(2, line, t.size());
 }
 
-// Start-up at load time, so that every observed process has a profile (even one that never
-// allocates) and its start time is the image's; the first allocator call may come earlier still
-// (another library's constructor), and then starts it instead.
-__attribute__((constructor)) static void allocscope_at_load() {
-  if (real_allocator_ready()) process_active();
-}
-
 __attribute__((destructor)) static void allocscope_at_exit() { shutdown_process(format::ExitKind::Exit); }
 
 }  // namespace allocscope

@@ -15,10 +15,11 @@
 namespace allocscope {
 
 constexpr unsigned kSizeBuckets = 252;   // 4 + 62*4: every uint64_t value has a bucket
-constexpr unsigned kLatencyBins = 160;
+constexpr unsigned kLatencyBins = 160;   // bins past 159 are folded into 159 (≈2^40 ticks)
+
 // Bucket index for calls whose size was not taken (free outside timed calls: asking the allocator
 // for the block's size costs as much as the free itself).  Not a range: no lo/hi.
-constexpr unsigned kBucketUnknown = 255;   // bins past 159 are folded into 159 (≈2^40 ticks)
+constexpr unsigned kBucketUnknown = 255;
 
 constexpr unsigned bucket_of(uint64_t v) {
   if (v < 4) return static_cast<unsigned>(v);

@@ -75,7 +75,7 @@ struct ProcessInfo {
   uint8_t secure;         // 1 if AT_SECURE (the shim then records nothing more)
   uint16_t reserved0;
   uint32_t exe_len;
-  uint32_t args_len;      // NUL-separated argv
+  uint32_t args_len;      // argv, NUL-separated, without a NUL after the last argument
   uint32_t allocator_len; // path of the object that provides the real malloc
   uint32_t libc_version_len;
   uint32_t reserved1;
@@ -87,7 +87,7 @@ enum class Clock : uint8_t { Tsc = 1, Monotonic = 2 };
 struct Calibration {
   uint8_t clock;                 // Clock
   uint8_t reserved0[3];
-  uint32_t sample_every;         // N: on average 1 call in N is timed (1 = every call)
+  uint32_t sample_every;         // N: calls are timed during 1/N of the time (1 = all, 0 = none)
   uint32_t cpu_sample_every;     // 1 timed call in M also reads the thread's rusage around it
   uint32_t window_shift;         // timed windows: ticks >> window_shift is the window number
   uint64_t tick_hz;              // ticks per second, measured at start-up

@@ -87,8 +87,9 @@ TEST(CoreRoundTrip, WhatTheCoreRecordsTheReaderReadsBack) {
   uint64_t bucket_calls = 0;
   for (const auto& b : prof.totals_by_bucket()) {
     bucket_calls += b.total.calls;
-    if (b.bucket == bucket_of(100))
+    if (b.bucket == bucket_of(100)) {
       EXPECT_EQ(b.by_op[static_cast<unsigned>(Op::Calloc)].calls, 3u * kPerThread);
+    }
   }
   EXPECT_EQ(bucket_calls, all);
   fs::remove(path);

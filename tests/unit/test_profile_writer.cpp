@@ -106,6 +106,7 @@ format::Calibration make_calibration(uint64_t tick_hz, format::Clock clock) {
   c.futex_wait_ticks = 280;
   c.rusage_ticks = 900;
   c.thread_cputime_ticks = 150;
+  c.minor_fault_ticks = 700;
   return c;
 }
 
