@@ -193,8 +193,13 @@ Slot* acquire_slot() {
       }
     } else if (st == kSlotExited && owner_gone(s, pid, tid)) {
       if (s->h.state.compare_exchange_strong(st, kSlotReclaiming, std::memory_order_acq_rel)) {
-        if (count_calls(s) != s->h.calls_at_flush || s->h.ring.size() > 0)
-          flush_slot(s, format::ThreadState::Exited);
+        const bool unflushed = count_calls(s) != s->h.calls_at_flush || s->h.ring.size() > 0;
+        if (unflushed && !flush_slot(s, format::ThreadState::Exited) &&
+            g_ps->mode.load(std::memory_order_acquire) == kModeInitialising) {
+          // The profile is not open yet: keep the dead thread's counts for a later flush.
+          s->h.state.store(kSlotExited, std::memory_order_release);
+          continue;
+        }
         // Zero everything but the header page; the kernel refills it with zero pages lazily.
         sys::madvise(reinterpret_cast<char*>(s) + kSlotHeaderSize, kSlotBytes - kSlotHeaderSize,
                      MADV_DONTNEED);
