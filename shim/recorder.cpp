@@ -180,8 +180,7 @@ void record_timed(Slot* s, unsigned op, unsigned bucket, uint64_t size, bool fai
     bump(r.ticks, d);
     if (d > peek(r.max)) __atomic_store_n(&r.max, d, __ATOMIC_RELAXED);
     const unsigned bin = latency_bin_of(d);
-    __atomic_store_n(&r.bins[bin], __atomic_load_n(&r.bins[bin], __ATOMIC_RELAXED) + 1,
-                     __ATOMIC_RELAXED);
+    bump(r.bins[bin], 1);
   }
   e.start_tick = t0;
   e.duration_ticks = d > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(d);

@@ -75,6 +75,7 @@ Slot* new_slot() {
 // --- serialisation -----------------------------------------------------------------------
 
 constexpr size_t kHdr = sizeof(format::ChunkHeader);
+constexpr unsigned kMaxBinEntries = 2 * kLatencyBins;  // room for a few split bins per row
 
 bool write_events(Slot* s) {
   constexpr uint64_t kPerChunk =
@@ -142,7 +143,7 @@ bool write_stats(Slot* s, format::ThreadState state) {
       if (calls == 0) continue;
       const uint16_t idx = s->latency_index[op][b];
       const LatencyRow* lr = idx ? &s->latency[idx - 1] : nullptr;
-      const size_t need = sizeof(format::StatsRow) + kLatencyBins * sizeof(format::LatencyBin);
+      const size_t need = sizeof(format::StatsRow) + kMaxBinEntries * sizeof(format::LatencyBin);
       if (pos + need > kOutBuffer && !emit(false)) return false;
       auto* row = reinterpret_cast<format::StatsRow*>(s->out + pos);
       std::memset(row, 0, sizeof *row);
@@ -158,14 +159,17 @@ bool write_stats(Slot* s, format::ThreadState state) {
         row->max_ticks = peek(lr->max);
         uint16_t nb = 0;
         for (unsigned bin = 0; bin < kLatencyBins; bin++) {
-          const uint32_t n = __atomic_load_n(&lr->bins[bin], __ATOMIC_RELAXED);
-          if (!n) continue;
-          auto* lb = reinterpret_cast<format::LatencyBin*>(s->out + pos);
-          lb->bin = static_cast<uint16_t>(bin);
-          lb->reserved = 0;
-          lb->count = n;
-          pos += sizeof *lb;
-          nb++;
+          // A count beyond 32 bits is written as several entries of the same bin.
+          for (uint64_t n = peek(lr->bins[bin]); n > 0 && nb < kMaxBinEntries;) {
+            const uint32_t part = n > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(n);
+            auto* lb = reinterpret_cast<format::LatencyBin*>(s->out + pos);
+            lb->bin = static_cast<uint16_t>(bin);
+            lb->reserved = 0;
+            lb->count = part;
+            pos += sizeof *lb;
+            nb++;
+            n -= part;
+          }
         }
         row->n_bins = nb;
       }

@@ -29,7 +29,7 @@ struct Counter {
 
 struct LatencyRow {
   uint64_t timed, ticks, max;
-  uint32_t bins[kLatencyBins];
+  uint64_t bins[kLatencyBins];
 };
 
 constexpr unsigned kBucketSlots = 256;       // size buckets plus kBucketUnknown

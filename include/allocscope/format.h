@@ -149,7 +149,7 @@ struct StatsRow {
 static_assert(sizeof(StatsRow) == 56);
 
 struct LatencyBin {
-  uint16_t bin;        // latency bin (buckets.h latency_bin_of)
+  uint16_t bin;        // latency bin (buckets.h latency_bin_of); a bin may repeat: counts add up
   uint16_t reserved;
   uint32_t count;
 };
