@@ -114,6 +114,10 @@ bool ProfileReader::next(Chunk& chunk) {
       }
       fail(at, fmt::format("bad chunk magic {:#010x}", header.magic));
     }
+    if (static_cast<uint32_t>(XXH3_64bits(&header, format::kChunkHeaderChecked)) !=
+        header.header_check) {
+      fail(at, "chunk header is damaged (its check does not match)");
+    }
     const std::string type_name = chunk_type_name(header.type);
     if (header.payload_size > format::kMaxChunkPayload) {
       fail(at, fmt::format("{} chunk: payload size {} exceeds the {} byte limit", type_name,

@@ -249,7 +249,7 @@ bool write_chunk(format::ChunkType type, unsigned char* buf, size_t payload_len)
   ch->type = static_cast<uint16_t>(type);
   ch->flags = 0;
   ch->payload_size = static_cast<uint32_t>(payload_len);
-  ch->reserved = 0;
+  ch->header_check = static_cast<uint32_t>(XXH3_64bits(ch, format::kChunkHeaderChecked));
   ch->checksum = XXH3_64bits(buf + sizeof *ch, payload_len);
   const long r = sys::append_record(g_ps->fd, buf, sizeof *ch + payload_len);
   if (r == 0) return true;

@@ -58,10 +58,12 @@ struct ChunkHeader {
   uint16_t type;          // ChunkType
   uint16_t flags;         // reserved, 0
   uint32_t payload_size;  // bytes after this header, <= kMaxChunkPayload
-  uint32_t reserved;
+  uint32_t header_check;  // low 32 bits of XXH3_64bits over the kChunkHeaderChecked bytes above
   uint64_t checksum;      // XXH3_64bits(payload, payload_size)
 };
 static_assert(sizeof(ChunkHeader) == 24);
+// The header's own fields are checked too: a damaged size or type is an error, not a file cut short.
+constexpr size_t kChunkHeaderChecked = 12;
 
 enum class Libc : uint8_t { Unknown = 0, Glibc = 1, Musl = 2 };
 

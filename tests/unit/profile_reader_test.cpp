@@ -151,7 +151,7 @@ TEST_F(ProfileReaderTest, SkipsUnknownChunkTypesWithAGoodChecksum) {
 TEST_F(ProfileReaderTest, UnknownChunkTypeWithABadChecksumIsAnError) {
   TestProfileWriter w;
   format::ChunkHeader h{format::kChunkMagic, 77, 0, 5, 0, test::checksum("hello") ^ 1};
-  const uint64_t at = w.raw_chunk(h, "hello");
+  const uint64_t at = w.raw_chunk(test::sealed(h), "hello");
   const ProfileError error = read_error(w);
   EXPECT_EQ(error.offset(), at);
   EXPECT_NE(error.reason().find("checksum"), std::string::npos);
@@ -262,7 +262,7 @@ TEST_F(ProfileReaderTest, LongerHeaderOfANewerWriterIsSkipped) {
 TEST_F(ProfileReaderTest, HugePayloadSizeIsDamageEvenAtTheEnd) {
   TestProfileWriter w;
   format::ChunkHeader h{format::kChunkMagic, kThreadStats, 0, format::kMaxChunkPayload + 1, 0, 0};
-  w.raw_chunk(h, "");
+  w.raw_chunk(test::sealed(h), "");
   const ProfileError error = read_error(w);
   EXPECT_EQ(error.offset(), kFirstChunk);
   EXPECT_NE(error.reason().find("exceeds"), std::string::npos);
@@ -365,6 +365,16 @@ TEST_F(ProfileReaderTest, MissingFileIsAProfileError) {
   } catch (const ProfileError& error) {
     EXPECT_NE(error.reason().find("cannot open"), std::string::npos);
   }
+}
+
+TEST_F(ProfileReaderTest, DamagedChunkHeaderIsAnErrorNotACutShortFile) {
+  TestProfileWriter w = complete_profile();
+  const auto chunks = read_all(w);
+  const uint64_t last = chunks.back().offset;
+  w.bytes()[last + 8] ^= 0x01;  // payload_size of the last chunk: would look like a file cut short
+  const ProfileError error = read_error(w);
+  EXPECT_EQ(error.offset(), last);
+  EXPECT_NE(error.reason().find("header is damaged"), std::string::npos) << error.what();
 }
 
 }  // namespace

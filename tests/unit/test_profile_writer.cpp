@@ -13,6 +13,11 @@ namespace allocscope::test {
 
 uint64_t checksum(std::string_view payload) { return XXH3_64bits(payload.data(), payload.size()); }
 
+format::ChunkHeader sealed(format::ChunkHeader h) {
+  h.header_check = static_cast<uint32_t>(XXH3_64bits(&h, format::kChunkHeaderChecked));
+  return h;
+}
+
 TestProfileWriter::TestProfileWriter(uint32_t version) {
   format::FileHeader header{};
   std::memcpy(header.magic, format::kMagic, sizeof header.magic);
@@ -35,7 +40,7 @@ uint64_t TestProfileWriter::chunk(uint16_t type, std::string_view payload) {
   header.type = type;
   header.payload_size = static_cast<uint32_t>(payload.size());
   header.checksum = checksum(payload);
-  return raw_chunk(header, payload);
+  return raw_chunk(sealed(header), payload);
 }
 
 uint64_t TestProfileWriter::process(const format::ProcessInfo& info, std::string_view exe,

@@ -49,6 +49,8 @@ std::string_view as_bytes(const T& value) {
 }
 
 uint64_t checksum(std::string_view payload);
+// `h` with its header_check filled in, as a writer seals every chunk header.
+format::ChunkHeader sealed(format::ChunkHeader h);
 
 format::Calibration make_calibration(uint64_t tick_hz, format::Clock clock = format::Clock::Tsc);
 format::ThreadStatsHeader make_stats_header(uint32_t serial, uint32_t seq, uint16_t part,
