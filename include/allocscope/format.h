@@ -21,6 +21,9 @@
 //   Events       EventsHeader, then count x Event: the timed calls of one thread, in order.
 //   ProcessEnd   ProcessEnd: written at exit, _exit and exec (not after abort, a crash or a kill).
 //   Note         a UTF-8 message from the shim (e.g. why it gave up), length = payload size.
+//   TraceEvents  (trace mode) every call of one thread, compactly encoded: see TraceHeader.
+//   Stacks       call stacks referred to by events of one thread: see StacksHeader.
+//   Modules      the loaded objects and their addresses: see ModulesHeader.
 //
 // Times are in ticks of the clock named by Calibration::clock (TSC or CLOCK_MONOTONIC ns);
 // tick_hz converts them.  Pairs (tick, mono_ns) in several chunks let a reader refine tick_hz.
@@ -51,6 +54,9 @@ enum class ChunkType : uint16_t {
   Events = 4,
   ProcessEnd = 5,
   Note = 6,
+  TraceEvents = 7,
+  Stacks = 8,
+  Modules = 9,
 };
 
 struct ChunkHeader {
@@ -86,6 +92,9 @@ static_assert(sizeof(ProcessInfo) == 56);
 
 enum class Clock : uint8_t { Tsc = 1, Monotonic = 2 };
 
+constexpr uint64_t kModeTrace = 1u << 0;   // every call is in TraceEvents chunks
+constexpr uint64_t kModeStacks = 1u << 1;  // sampled call stacks in Stacks chunks
+
 struct Calibration {
   uint8_t clock;                 // Clock
   uint8_t reserved0[3];
@@ -102,7 +111,10 @@ struct Calibration {
   uint64_t rusage_ticks;         // getrusage(RUSAGE_THREAD)
   uint64_t thread_cputime_ticks; // clock_gettime(CLOCK_THREAD_CPUTIME_ID)
   uint64_t minor_fault_ticks;    // first touch of a fresh anonymous page (a minor fault)
-  uint64_t reserved[3];
+  uint64_t mode_flags;           // kModeTrace | kModeStacks
+  uint32_t stack_every;          // with kModeStacks: a stack on 1 timed call in this many
+  uint32_t stack_slow_ticks;     // with kModeStacks: and on every call at least this slow
+  uint64_t reserved[1];
 };
 static_assert(sizeof(Calibration) == 16 + 8 * 5 + 8 * 6 + 32);
 
@@ -183,9 +195,69 @@ struct Event {
   uint8_t nivcsw;
   uint16_t minflt;
   uint16_t reserved;
-  uint32_t reserved1;
+  uint32_t stack_id;        // the call's stack in this thread's Stacks chunks, 0 = none
 };
 static_assert(sizeof(Event) == 32);
+
+// --- trace mode ------------------------------------------------------------------------------
+// TraceEvents: TraceHeader, then `count` variable-length records, `bytes` bytes in all.  Every
+// chunk decodes on its own: deltas start from the header's base values.  A record is
+//   byte   op (bits 0-3) | kTraceFailed (bit 4) | kTraceStack (bit 5)
+//   varint start tick - previous record's start tick (the first: - base_tick)
+//   varint duration in ticks
+//   varint zigzag(address - previous record's address) (the first: - base_addr); the address is
+//          the block returned (0 when a call failed), the block freed, or the pointer queried
+//   varint size                              all ops but free (as in ops.h: n*size, the request…)
+//   varint zigzag(old address - address)     realloc and reallocarray only
+//   varint stack id                          only with kTraceStack
+// Varints are LEB128 (7 bits a byte, low first); zigzag(x) = (x << 1) ^ (x >> 63).
+// allocscope/trace_codec.h encodes and decodes records: use it on both sides.
+struct TraceHeader {
+  uint32_t thread_serial;
+  uint32_t count;          // records
+  uint64_t first_index;    // index of the first record in the thread's sequence
+  uint64_t base_tick;
+  uint64_t base_addr;
+  uint32_t bytes;          // encoded bytes after this header
+  uint32_t reserved;
+};
+static_assert(sizeof(TraceHeader) == 40);
+constexpr uint8_t kTraceOpMask = 0x0f;
+constexpr uint8_t kTraceFailed = 1u << 4;
+constexpr uint8_t kTraceStack = 1u << 5;
+
+// Stacks: StacksHeader, then `count` x (StackRecord, depth x uint64_t return addresses, innermost
+// first).  Ids are per thread, 1, 2, … in order of first use; `hash` (XXH3_64bits of the frames)
+// identifies equal stacks across threads and processes of the same build.
+struct StacksHeader {
+  uint32_t thread_serial;
+  uint32_t count;
+};
+static_assert(sizeof(StacksHeader) == 8);
+constexpr uint16_t kStackTruncated = 1u << 0;   // deeper than the walker's limit
+constexpr uint16_t kStackFramePointers = 1u << 1;  // walked by frame pointers (may stop early)
+struct StackRecord {
+  uint32_t stack_id;
+  uint16_t depth;
+  uint16_t flags;
+  uint64_t hash;
+};
+static_assert(sizeof(StackRecord) == 16);
+
+// Modules: ModulesHeader, then `count` x (ModuleRecord, path_len bytes of path): where each
+// loaded object was mapped, so that return addresses resolve to symbols offline.
+struct ModulesHeader {
+  uint32_t count;
+  uint32_t reserved;
+};
+static_assert(sizeof(ModulesHeader) == 8);
+struct ModuleRecord {
+  uint64_t load_bias;      // dlpi_addr: address = load_bias + ELF virtual address
+  uint64_t start, end;     // the object's lowest and highest mapped address (PT_LOAD)
+  uint32_t path_len;
+  uint32_t reserved;
+};
+static_assert(sizeof(ModuleRecord) == 32);
 
 enum class ExitKind : uint32_t { Exit = 1, UnderscoreExit = 2, Exec = 3, Explicit = 4 };
 
