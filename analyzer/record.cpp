@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: allocscope record [-o FILE] [--allocator NAME|PATH] [--sample N] [--] CMD [ARGS...]\n"
+    "usage: allocscope record [-o FILE] [--allocator NAME|PATH] [--sample N] [--trace] [--stacks[=N]]\n"
+    "                         [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the allocscope shim preloaded and writes its allocator profile.\n"
     "\n"
@@ -31,8 +32,11 @@ constexpr std::string_view kUsage =
     "                      other processes it starts write FILE.<pid>; never overwrites\n"
     "  --allocator NAME    run CMD on another malloc: glibc/system/musl (its own), jemalloc,\n"
     "                      tcmalloc, mimalloc, scudo, or the path of a shared library\n"
-    "  --sample N          time 1 call in N; 0 counts calls without timing any\n"
-    "                      (default: the shim's)\n"
+    "  --sample N          time calls during 1/N of the time; 0 counts calls without\n"
+    "                      timing any (default: the shim's)\n"
+    "  --trace             record every call (address, size, start, duration), compactly\n"
+    "  --stacks[=N]        record the call stack of 1 timed call in N (default 64) and of\n"
+    "                      every unusually slow call\n"
     "  -h, --help          this help\n"
     "\n"
     "Exit status: CMD's (128+N if a signal N killed it, 127 if it could not be run);\n"
@@ -139,20 +143,36 @@ OutputPlan plan_output(const RecordOptions& options) {
   return plan;
 }
 
-std::vector<std::string> child_environment(const std::string& preload, const std::optional<uint32_t>& sample,
+// The environment of the child: ours, with LD_PRELOAD, the output and every setting replaced.
+std::vector<std::string> child_environment(const std::string& preload,
+                                           const std::vector<std::string>& settings,
                                            const std::optional<fs::path>& output) {
   std::vector<std::string> env;
+  auto replaced_by_setting = [&](std::string_view text) {
+    return std::any_of(settings.begin(), settings.end(), [&](const std::string& setting) {
+      return text.starts_with(setting.substr(0, setting.find('=') + 1));
+    });
+  };
   for (char** entry = environ; *entry; ++entry) {
     const std::string_view text(*entry);
     const bool replaced = std::any_of(std::begin(kEnvPrefixesToReplace), std::end(kEnvPrefixesToReplace),
                                       [&](std::string_view p) { return text.starts_with(p); });
-    if (replaced || (sample && text.starts_with("ALLOCSCOPE_SAMPLE="))) continue;
+    if (replaced || replaced_by_setting(text)) continue;
     env.emplace_back(text);
   }
   env.push_back("LD_PRELOAD=" + preload);
-  if (sample) env.push_back(fmt::format("ALLOCSCOPE_SAMPLE={}", *sample));
+  env.insert(env.end(), settings.begin(), settings.end());
   if (output) env.push_back("ALLOCSCOPE_OUTPUT=" + output->string());
   return env;
+}
+
+// The shim's settings for these options (docs/recording.md).
+std::vector<std::string> shim_settings(const RecordOptions& options) {
+  std::vector<std::string> settings;
+  if (options.sample_every) settings.push_back(fmt::format("ALLOCSCOPE_SAMPLE={}", *options.sample_every));
+  if (options.trace) settings.push_back("ALLOCSCOPE_TRACE=1");
+  if (options.stacks_every) settings.push_back(fmt::format("ALLOCSCOPE_STACKS={}", *options.stacks_every));
+  return settings;
 }
 
 void report_profiles(const OutputPlan& plan, pid_t pid, const std::set<std::string>& before) {
@@ -202,6 +222,12 @@ std::optional<RecordOptions> parse_record_options(CommandArgs args) {
       options.allocator = value;
     } else if (take_value(args, i, "--sample", "", value)) {
       options.sample_every = parse_sample(value);
+    } else if (arg == "--trace") {
+      options.trace = true;
+    } else if (arg == "--stacks") {
+      options.stacks_every = 64;
+    } else if (arg.starts_with("--stacks=")) {
+      options.stacks_every = parse_sample(arg.substr(9));
     } else {
       throw UsageError(fmt::format("record: unknown option '{}'", arg));
     }
@@ -248,7 +274,7 @@ int record_command(CommandArgs args) {
   spec.program = *program;
   spec.argv = options.command;
   spec.env = child_environment(preload_list(shim, allocator.library, std::getenv("LD_PRELOAD")),
-                               options.sample_every, plan.given);
+                               shim_settings(options), plan.given);
   spec.pid_env.push_back({"ALLOCSCOPE_ROOT_PID=", ""});
   if (!plan.given) {
     const std::string dir = (plan.dir / "").string();

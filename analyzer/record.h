@@ -1,4 +1,5 @@
-// record.h — `allocscope record [-o FILE] [--allocator NAME|PATH] [--sample N] [--] CMD ARGS…`
+// record.h — `allocscope record [-o FILE] [--allocator NAME|PATH] [--sample N] [--trace]
+//             [--stacks[=N]] [--] CMD ARGS…`
 //
 // Runs CMD with the shim preloaded (LD_PRELOAD=<shim>[:<allocator>][:<previous LD_PRELOAD>]) and
 // tells the shim where to write: ALLOCSCOPE_OUTPUT=<file>, ALLOCSCOPE_ROOT_PID=<CMD's pid>.  The
@@ -23,6 +24,8 @@ struct RecordOptions {
   std::optional<std::filesystem::path> output;  // -o
   std::optional<std::string> allocator;         // --allocator
   std::optional<uint32_t> sample_every;         // --sample (0: count only, time nothing)
+  bool trace = false;                           // --trace: every call
+  std::optional<uint32_t> stacks_every;         // --stacks[=N]: a stack on 1 timed call in N
   std::vector<std::string> command;             // CMD ARGS…
 };
 

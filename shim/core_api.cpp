@@ -21,19 +21,23 @@ uint64_t product(size_t n, size_t size) {
   return __builtin_mul_overflow(n, size, &total) ? ~uint64_t{0} : total;
 }
 
-// Forwards `real` and records it as `o` of `size` bytes; `failed` judges the result.
-template <class Real, class Failed>
+// Forwards `real` and records it as `o` of `size` bytes; `failed` judges the result, `block`
+// finds the block it returned; `old` is realloc's old block.
+template <class Real, class Failed, class Block>
 __attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real&& real,
-                                                   Failed&& failed) {
+                                                   Failed&& failed, Block&& block,
+                                                   const void* old = nullptr) {
   Slot* s = enter();
   if (!s) return real();
   const unsigned b = bucket_of(size);
   count_call(s, op(o), b, size);
   const uint64_t t0 = start_timing(s);
   auto r = real();
-  finish(t0, op(o), b, size, failed(r));
+  finish(t0, op(o), b, size, failed(r), block(r), old);
   return r;
 }
+
+constexpr auto same = [](void* p) { return p; };
 
 constexpr auto is_null = [](void* p) { return p == nullptr; };
 
@@ -43,7 +47,7 @@ extern "C" {
 
 void* allocscope_malloc(size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc(size, 16);
-  return observe(Op::Malloc, size, [&] { return g_real.malloc(size); }, is_null);
+  return observe(Op::Malloc, size, [&] { return g_real.malloc(size); }, is_null, same);
 }
 
 void allocscope_free(void* ptr) {
@@ -62,7 +66,7 @@ void allocscope_free(void* ptr) {
   count_call(s, op(Op::Free), b, size);
   if (t0) t0 = ticks();
   g_real.free(ptr);
-  finish(t0, op(Op::Free), b, size, false);
+  finish(t0, op(Op::Free), b, size, false, ptr);
 }
 
 void* allocscope_calloc(size_t n, size_t size) {
@@ -70,7 +74,8 @@ void* allocscope_calloc(size_t n, size_t size) {
     const uint64_t total = product(n, size);
     return total == ~uint64_t{0} ? nullptr : bootstrap_alloc(total, 16);
   }
-  return observe(Op::Calloc, product(n, size), [&] { return g_real.calloc(n, size); }, is_null);
+  return observe(Op::Calloc, product(n, size), [&] { return g_real.calloc(n, size); }, is_null,
+                 same);
 }
 
 void* allocscope_realloc(void* ptr, size_t size) {
@@ -84,7 +89,7 @@ void* allocscope_realloc(void* ptr, size_t size) {
     return q;
   }
   return observe(Op::Realloc, size, [&] { return g_real.realloc(ptr, size); },
-                 [&](void* p) { return p == nullptr && size != 0; });
+                 [&](void* p) { return p == nullptr && size != 0; }, same, ptr);
 }
 
 void* allocscope_reallocarray(void* ptr, size_t n, size_t size) {
@@ -94,7 +99,7 @@ void* allocscope_reallocarray(void* ptr, size_t n, size_t size) {
   }
   return observe(Op::Reallocarray, product(n, size),
                  [&] { return g_real.reallocarray(ptr, n, size); },
-                 [&](void* p) { return p == nullptr && n != 0 && size != 0; });
+                 [&](void* p) { return p == nullptr && n != 0 && size != 0; }, same, ptr);
 }
 
 int allocscope_posix_memalign(void** out, size_t align, size_t size) {
@@ -103,28 +108,29 @@ int allocscope_posix_memalign(void** out, size_t align, size_t size) {
     return *out ? 0 : 12 /* ENOMEM */;
   }
   return observe(Op::PosixMemalign, size, [&] { return g_real.posix_memalign(out, align, size); },
-                 [](int r) { return r != 0; });
+                 [](int r) { return r != 0; }, [&](int r) { return r == 0 ? *out : nullptr; });
 }
 
 void* allocscope_aligned_alloc(size_t align, size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc(size, align);
   return observe(Op::AlignedAlloc, size, [&] { return g_real.aligned_alloc(align, size); },
-                 is_null);
+                 is_null, same);
 }
 
 void* allocscope_memalign(size_t align, size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc(size, align);
-  return observe(Op::Memalign, size, [&] { return g_real.memalign(align, size); }, is_null);
+  return observe(Op::Memalign, size, [&] { return g_real.memalign(align, size); }, is_null,
+                 same);
 }
 
 void* allocscope_valloc(size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc(size, 4096);
-  return observe(Op::Valloc, size, [&] { return g_real.valloc(size); }, is_null);
+  return observe(Op::Valloc, size, [&] { return g_real.valloc(size); }, is_null, same);
 }
 
 void* allocscope_pvalloc(size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc((size + 4095) & ~size_t{4095}, 4096);
-  return observe(Op::Pvalloc, size, [&] { return g_real.pvalloc(size); }, is_null);
+  return observe(Op::Pvalloc, size, [&] { return g_real.pvalloc(size); }, is_null, same);
 }
 
 size_t allocscope_malloc_usable_size(void* ptr) {
@@ -136,7 +142,7 @@ size_t allocscope_malloc_usable_size(void* ptr) {
   const size_t n = g_real.malloc_usable_size(ptr);
   const unsigned b = bucket_of(n);
   count_call(s, op(Op::MallocUsableSize), b, n);
-  finish(t0, op(Op::MallocUsableSize), b, n, false);
+  finish(t0, op(Op::MallocUsableSize), b, n, false, ptr);
   return n;
 }
 

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -25,6 +27,8 @@
 #define MADV_WIPEONFORK 18
 #endif
 
+extern char** environ;
+
 namespace allocscope {
 
 ProcessState* g_ps = nullptr;
@@ -43,8 +47,30 @@ std::atomic<uint32_t> g_said{0};
 // Scratch for the start-up chunks; only the initialising thread touches it.
 alignas(64) unsigned char g_init_buf[64 * 1024];
 
+size_t read_file(const char* path, char* buf, size_t cap);
+
+// The process's initial environment, for a start before the C library has set `environ` up (glibc
+// runs the program's preinit_array first: a malloc there would find no variable at all).  At that
+// point nothing can have changed the environment since exec.
+char g_initial_env[64 * 1024];
+size_t g_initial_env_len = 0;
+
+const char* env(const char* name) {
+  if (environ) return getenv(name);
+  if (!g_initial_env_len)
+    g_initial_env_len = read_file("/proc/self/environ", g_initial_env, sizeof g_initial_env - 1);
+  const size_t len = std::strlen(name);
+  for (size_t at = 0; at < g_initial_env_len;) {
+    const char* entry = g_initial_env + at;
+    const size_t n = std::strlen(entry);  // the buffer ends in a NUL: sizeof - 1 above
+    if (n > len && entry[len] == '=' && std::memcmp(entry, name, len) == 0) return entry + len + 1;
+    at += n + 1;
+  }
+  return nullptr;
+}
+
 uint32_t env_uint(const char* name, uint32_t fallback) {
-  const char* v = getenv(name);
+  const char* v = env(name);
   if (!v || !*v) return fallback;
   uint64_t x = 0;
   for (; *v >= '0' && *v <= '9'; v++) {
@@ -60,6 +86,8 @@ void configure_sampling(const format::Calibration& c) {
                                           : env_uint("ALLOCSCOPE_SAMPLE", kDefaultSampleEvery);
   s.cpu_sample_every = env_uint("ALLOCSCOPE_CPU_SAMPLE", kDefaultCpuSampleEvery);
   g_exact_free_sizes = env_uint("ALLOCSCOPE_FREE_SIZES", 0) != 0;
+  g_trace = env_uint("ALLOCSCOPE_TRACE", 0) != 0;
+  if (g_trace) s.sample_every = 1;  // a trace has every call, timed
   // Windows repeat about every millisecond: 2^shift ticks.
   unsigned shift = 10;
   while (shift < 40 && (uint64_t{1} << (shift + 1)) <= c.tick_hz / 1000) shift++;
@@ -71,14 +99,17 @@ void configure_sampling(const format::Calibration& c) {
 
 // Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.
 // O_EXCL never overwrites and, with O_NOFOLLOW, never follows a symlink at the path.
-int open_profile(const char* base, bool is_root, int pid, char* chosen, size_t cap) {
+// *moved tells that the first choice existed (a file or a symlink) and another name was taken.
+int open_profile(const char* base, bool is_root, int pid, char* chosen, size_t cap, bool* moved) {
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
   long fd = -17;
+  *moved = false;
   if (is_root) {
     TextBuffer p(chosen, cap);
     p.put(base);
     if (p.ok()) fd = sys::openat(AT_FDCWD, chosen, flags, 0644);
     if (fd != -17) return static_cast<int>(fd);
+    *moved = true;
   }
   for (int attempt = 1; attempt <= 9 && fd == -17; attempt++) {
     TextBuffer p(chosen, cap);
@@ -86,8 +117,49 @@ int open_profile(const char* base, bool is_root, int pid, char* chosen, size_t c
     if (attempt > 1) p.put(".").put_uint(static_cast<uint64_t>(attempt));
     if (!p.ok()) return -36;  // ENAMETOOLONG
     fd = sys::openat(AT_FDCWD, chosen, flags, 0644);
+    if (fd == -17) *moved = true;
   }
   return static_cast<int>(fd);
+}
+
+// The profile's descriptor moves to the top of the first 1024, out of the way of the numbers the
+// program counts on (its first open() still returns 3).  Keeps `fd` where that is not possible.
+int move_fd_high(int fd) {
+  struct { uint64_t cur, max; } nofile;
+  if (sys::failed(sys::call(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, reinterpret_cast<long>(&nofile))))
+    return fd;
+  const uint64_t top = nofile.cur < 1024 ? nofile.cur : 1024;
+  if (top <= 64) return fd;
+  const long high = sys::call(SYS_fcntl, fd, F_DUPFD_CLOEXEC, static_cast<long>(top - 1));
+  if (sys::failed(high)) return fd;
+  sys::close(fd);
+  return static_cast<int>(high);
+}
+
+bool stat_fd(int fd, uint64_t& dev, uint64_t& ino) {
+  struct stat st;
+  if (sys::failed(sys::call(SYS_fstat, fd, reinterpret_cast<long>(&st)))) return false;
+  dev = static_cast<uint64_t>(st.st_dev);
+  ino = static_cast<uint64_t>(st.st_ino);
+  return true;
+}
+
+constexpr long kNotOurs = -9;  // EBADF: the descriptor no longer refers to the profile
+
+// Appends one record to the profile, unless that would harm the program: a program that closes
+// every descriptor and opens a file of its own may be handed the profile's number (then nothing
+// is written into its file), and a write that starts past RLIMIT_FSIZE raises SIGXFSZ, which
+// would kill it (then the profile ends, as on a full disk).  Returns 0 or -errno.
+long append(const void* buf, size_t n) {
+  uint64_t dev, ino;
+  if (!stat_fd(g_ps->fd, dev, ino) || dev != g_ps->file_dev || ino != g_ps->file_ino)
+    return kNotOurs;
+  const uint64_t at = g_ps->bytes_reserved.fetch_add(n, std::memory_order_relaxed);
+  struct { uint64_t cur, max; } fsize;
+  if (!sys::failed(sys::call(SYS_prlimit64, 0, RLIMIT_FSIZE, 0, reinterpret_cast<long>(&fsize))) &&
+      fsize.cur != ~uint64_t{0} && at + n > fsize.cur)
+    return -27;  // EFBIG
+  return sys::append_record(g_ps->fd, buf, n);
 }
 
 size_t read_file(const char* path, char* buf, size_t cap) {
@@ -110,14 +182,14 @@ const char* base_name(const char* path) {
   return b;
 }
 
-bool write_header(int fd) {
+bool write_header() {
   format::FileHeader fh;
   std::memset(&fh, 0, sizeof fh);
   std::memcpy(fh.magic, format::kMagic, sizeof fh.magic);
   fh.version = format::kVersion;
   fh.header_size = sizeof fh;
   fh.created_realtime_ns = realtime_ns();
-  return sys::append_record(fd, &fh, sizeof fh) == 0;
+  return append(&fh, sizeof fh) == 0;
 }
 
 bool write_process_chunk(const char* exe, uint64_t start_tick) {
@@ -160,6 +232,7 @@ bool write_calibration_chunk() {
   c.sample_every = g_sampling.sample_every;
   c.cpu_sample_every = g_sampling.cpu_sample_every;
   c.window_shift = g_sampling.window_shift;
+  c.mode_flags = g_trace ? format::kModeTrace : 0;
   std::memcpy(g_init_buf + kHdr, &c, sizeof c);
   return write_chunk(format::ChunkType::Calibration, g_init_buf, sizeof c);
 }
@@ -184,8 +257,9 @@ int initialise() {
   exe[n > 0 ? n : 0] = '\0';
 
   char default_base[4096];
-  const char* base = g_output_override[0] ? g_output_override : getenv("ALLOCSCOPE_OUTPUT");
+  const char* base = g_output_override[0] ? g_output_override : env("ALLOCSCOPE_OUTPUT");
   bool is_root = true;
+  bool named = true;  // this process was told its profile's name: say if that name is taken
   if (!base || !*base) {
     TextBuffer d(default_base, sizeof default_base);
     d.put("allocscope.").put(base_name(exe)).put(".").put_uint(static_cast<uint64_t>(g_ps->pid))
@@ -195,8 +269,11 @@ int initialise() {
   } else if (!g_output_override[0]) {
     const uint32_t root = env_uint("ALLOCSCOPE_ROOT_PID", 0);
     is_root = root == 0 || root == static_cast<uint32_t>(g_ps->pid);
+    // Unset, every process tries the name and all but the first take <name>.<pid>: as designed.
+    named = root == static_cast<uint32_t>(g_ps->pid);
   }
-  const int fd = open_profile(base, is_root, g_ps->pid, g_ps->path, sizeof g_ps->path);
+  bool moved = false;
+  int fd = open_profile(base, is_root, g_ps->pid, g_ps->path, sizeof g_ps->path, &moved);
   if (fd < 0) {
     char line[4200];
     TextBuffer m(line, sizeof line);
@@ -205,10 +282,22 @@ int initialise() {
     say_once(1, line);
     return kModePassive;
   }
+  fd = move_fd_high(fd);
   g_ps->fd = fd;
-  if (!write_header(fd) || !write_process_chunk(exe, start_tick) || !write_calibration_chunk()) {
+  if (!stat_fd(fd, g_ps->file_dev, g_ps->file_ino) || !write_header() ||
+      !write_process_chunk(exe, start_tick) || !write_calibration_chunk()) {
+    // Nothing usable was written (a full disk, a file size limit): leave no file behind.
+    sys::call(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(g_ps->path), 0);
+    sys::close(fd);
     say_once(4, "allocscope: cannot write the profile ", g_ps->path, "; not recording\n");
     return kModePassive;
+  }
+  if (moved && named) {
+    char line[8400];
+    TextBuffer m(line, sizeof line);
+    m.put("allocscope: ").put(base).put(" exists; writing the profile to ").put(g_ps->path)
+        .put(" instead\n");
+    say_once(6, line);
   }
   return kModeActive;
 }
@@ -251,12 +340,21 @@ bool write_chunk(format::ChunkType type, unsigned char* buf, size_t payload_len)
   ch->payload_size = static_cast<uint32_t>(payload_len);
   ch->header_check = static_cast<uint32_t>(XXH3_64bits(ch, format::kChunkHeaderChecked));
   ch->checksum = XXH3_64bits(buf + sizeof *ch, payload_len);
-  const long r = sys::append_record(g_ps->fd, buf, sizeof *ch + payload_len);
+  const long r = append(buf, sizeof *ch + payload_len);
   if (r == 0) return true;
   g_ps->write_errors.fetch_add(1, std::memory_order_relaxed);
-  if (g_ps->write_warned.exchange(1) == 0)
-    say_once(5, "allocscope: writing the profile ", g_ps->path,
-             " failed (disk full or I/O error): the profile is cut short here\n");
+  if (g_ps->write_warned.exchange(1) == 0) {
+    if (r == kNotOurs) {
+      say_once(7, "allocscope: the program closed the descriptor of the profile ", g_ps->path,
+               "; recording stops here\n");
+    } else {
+      char line[4300];
+      TextBuffer m(line, sizeof line);
+      m.put("allocscope: writing the profile ").put(g_ps->path).put(" failed (")
+          .put(strerror(static_cast<int>(-r))).put("): the profile is cut short here\n");
+      say_once(5, line);
+    }
+  }
   // Stop writing: later chunks after a partial one would not be readable anyway.
   int active = kModeActive;
   g_ps->mode.compare_exchange_strong(active, kModeTornDown);
@@ -308,6 +406,7 @@ void say_once(int id, const char* a, const char* b, const char* c) {
   t.put(a);
   if (b) t.put(b);
   if (c) t.put(c);
+  if (!t.ok()) line[t.size() - 1] = '\n';  // a line cut short still ends the line
   sys::write(2, line, t.size());
 }
 

@@ -30,6 +30,8 @@ struct ProcessState {
   std::atomic<uint64_t> write_errors;
   std::atomic<int> write_warned;
   uint64_t start_tick;
+  uint64_t file_dev, file_ino;           // the profile's identity: the program may close fd and reuse it
+  std::atomic<uint64_t> bytes_reserved;  // bytes appended or being appended (RLIMIT_FSIZE)
   char path[4096];
 };
 

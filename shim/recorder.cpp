@@ -16,6 +16,7 @@ namespace allocscope {
 __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
 SamplingConfig g_sampling;
 bool g_exact_free_sizes = false;
+bool g_trace = false;
 
 namespace {
 
@@ -98,6 +99,35 @@ Slot* attach_thread(ThreadCtx& t) {
   return s;
 }
 
+void flush_in_place(Slot* s);
+
+void append_trace(Slot* s, const CallInfo& call, uint64_t t0, uint64_t duration) {
+  TraceState& tr = s->h.trace;
+  uint64_t pub = tr.published.load(std::memory_order_relaxed);
+  if ((pub & 0xffffffffu) + trace::kMaxRecordBytes > kTraceBuffer) {
+    const int saved = errno;
+    flush_buffers(s);
+    errno = saved;
+    pub = tr.published.load(std::memory_order_relaxed);
+    if ((pub & 0xffffffffu) + trace::kMaxRecordBytes > kTraceBuffer) {
+      bump(tr.dropped, 1);
+      return;
+    }
+  }
+  trace::Record r;
+  r.op = static_cast<uint8_t>(call.op);
+  r.failed = call.failed;
+  r.start_tick = t0;
+  r.duration = duration;
+  r.addr = call.addr;
+  r.size = call.size;
+  r.old_addr = call.old_addr;
+  const uint32_t len = static_cast<uint32_t>(pub & 0xffffffffu);
+  unsigned char* end = trace::encode(s->trace + len, tr.cursor, r);
+  const uint64_t count = (pub >> 32) + 1;
+  tr.published.store(count << 32 | static_cast<uint64_t>(end - s->trace), std::memory_order_release);
+}
+
 void flush_in_place(Slot* s) {
   const int saved = errno;
   flush_slot(s, format::ThreadState::Running);
@@ -147,18 +177,20 @@ uint64_t timing_decision(Slot* s) {
   return now;  // one clock read serves both the decision and the start (it costs ~20 ns in a VM)
 }
 
-void finish_slow(uint64_t t0, uint64_t t1, unsigned op, unsigned b, uint64_t size, bool failed) {
+void finish_slow(uint64_t t0, uint64_t t1, const CallInfo& call) {
   Slot* s = t_ctx.slot;
-  if (failed) {  // bytes count what was obtained: take back the request that failed
-    bump(s->counters[op][b].failed, 1);
-    bump(s->counters[op][b].bytes, 0 - size);
+  if (call.failed) {  // bytes count what was obtained: take back the request that failed
+    bump(s->counters[call.op][call.bucket].failed, 1);
+    bump(s->counters[call.op][call.bucket].bytes, 0 - call.size);
   }
-  if (t0) record_timed(s, op, b, size, failed, t0, t1);
+  if (t0) record_timed(s, call, t0, t1);
 }
 
-void record_timed(Slot* s, unsigned op, unsigned bucket, uint64_t size, bool failed, uint64_t t0,
-                  uint64_t t1) {
+void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
   ThreadCtx& t = t_ctx;
+  const unsigned op = call.op, bucket = call.bucket;
+  const uint64_t size = call.size;
+  const bool failed = call.failed;
   format::Event e{};
   if (t.cpu_sampled) {
     t.cpu_sampled = 0;
@@ -182,6 +214,12 @@ void record_timed(Slot* s, unsigned op, unsigned bucket, uint64_t size, bool fai
     const unsigned bin = latency_bin_of(d);
     bump(r.bins[bin], 1);
   }
+  if (g_trace) {
+    append_trace(s, call, t0, d);
+    s->h.last_tick = t1;
+    if (t1 - s->h.last_flush_tick > g_sampling.flush_interval) flush_in_place(s);
+    return;
+  }
   e.start_tick = t0;
   e.duration_ticks = d > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(d);
   if (d > 0xffffffffu) e.flags |= format::kEvClamped;
@@ -191,8 +229,13 @@ void record_timed(Slot* s, unsigned op, unsigned bucket, uint64_t size, bool fai
   e.bucket = static_cast<uint8_t>(bucket);
   if (!s->h.ring.push(e)) bump(s->h.events_dropped, 1);
   s->h.last_tick = t1;
-  if (s->h.ring.size() >= kRingEvents || t1 - s->h.last_flush_tick > g_sampling.flush_interval)
+  if (t1 - s->h.last_flush_tick > g_sampling.flush_interval) {
     flush_in_place(s);
+  } else if (s->h.ring.size() >= kRingEvents) {
+    const int saved = errno;
+    flush_buffers(s);
+    errno = saved;
+  }
 }
 
 }  // namespace allocscope

@@ -48,8 +48,16 @@ constexpr uint32_t kCheckEveryCountOnly = 1024; // count-only: just the periodic
 // Cold paths (recorder.cpp).
 Slot* enter_slow(ThreadCtx& t);
 uint64_t timing_decision(Slot* s);  // start tick of a timed call, or 0
-void record_timed(Slot* s, unsigned op, unsigned bucket, uint64_t size, bool failed, uint64_t t0,
-                  uint64_t t1);
+// What a finished call was, for the slow path.
+struct CallInfo {
+  unsigned op;
+  unsigned bucket;
+  uint64_t size;
+  bool failed;
+  uint64_t addr;      // block returned, freed or queried (trace mode)
+  uint64_t old_addr;  // realloc's old block (trace mode)
+};
+void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1);
 void read_thread_rusage(format::Rusage& out);
 
 inline Slot* enter() {
@@ -80,13 +88,20 @@ inline void count_call(Slot* s, unsigned op, unsigned b, uint64_t size) {
 }
 
 // After the real call, for a timed or failed call only: the slot is found again from the thread.
-void finish_slow(uint64_t t0, uint64_t t1, unsigned op, unsigned b, uint64_t size, bool failed);
+void finish_slow(uint64_t t0, uint64_t t1, const CallInfo& call);
 
-inline void finish(uint64_t t0, unsigned op, unsigned b, uint64_t size, bool failed) {
-  if (__builtin_expect(t0 != 0 || failed, 0)) finish_slow(t0, t0 ? ticks() : 0, op, b, size, failed);
+inline void finish(uint64_t t0, unsigned op, unsigned b, uint64_t size, bool failed,
+                   const void* addr, const void* old_addr = nullptr) {
+  if (__builtin_expect(t0 != 0 || failed, 0)) {
+    const uint64_t t1 = t0 ? ticks() : 0;
+    finish_slow(t0, t1,
+                CallInfo{op, b, size, failed, reinterpret_cast<uint64_t>(addr),
+                         reinterpret_cast<uint64_t>(old_addr)});
+  }
   leave();
 }
 
 extern bool g_exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1
+extern bool g_trace;             // ALLOCSCOPE_TRACE=1: every call, encoded, instead of events
 
 }  // namespace allocscope

@@ -37,6 +37,10 @@ void start_slot(Slot* s, int tid) {
   h.events_written = h.events_dropped = h.reentrant_calls = 0;
   std::memset(&h.rusage, 0xff, sizeof h.rusage);
   h.ring.init(s->events, kRingEvents);
+  h.trace.published.store(0, std::memory_order_relaxed);
+  h.trace.cursor = h.trace.flushed_cursor = trace::Cursor{};
+  h.trace.first_index = h.trace.dropped = 0;
+  h.trace.flushed_bytes = h.trace.flushed_count = 0;
   h.state.store(kSlotOwned, std::memory_order_release);
   const uint32_t live = g_ps->live_threads.fetch_add(1, std::memory_order_relaxed) + 1;
   uint32_t max = g_ps->max_live_threads.load(std::memory_order_relaxed);
@@ -50,6 +54,11 @@ uint64_t count_calls(const Slot* s) {
   for (unsigned op = 0; op < kOps; op++)
     for (unsigned b = 0; b < kBucketSlots; b++) n += peek(s->counters[op][b].calls);
   return n;
+}
+
+bool trace_pending(const Slot* s) {
+  const uint64_t pub = s->h.trace.published.load(std::memory_order_acquire);
+  return static_cast<uint32_t>(pub & 0xffffffffu) > s->h.trace.flushed_bytes;
 }
 
 bool owner_gone(const Slot* s, int pid, int tid) {
@@ -100,6 +109,44 @@ bool write_events(Slot* s) {
   return ok;
 }
 
+// Writes the trace records not yet flushed. The owner empties its buffer; anyone else (at exit,
+// or for a thread that is gone) leaves it to the owner and remembers how far it got.
+bool write_trace(Slot* s, bool owner) {
+  TraceState& tr = s->h.trace;
+  const uint64_t pub = tr.published.load(std::memory_order_acquire);
+  const uint32_t len = static_cast<uint32_t>(pub & 0xffffffffu);
+  const uint32_t count = static_cast<uint32_t>(pub >> 32);
+  bool ok = true;
+  if (len > tr.flushed_bytes) {
+    auto* th = reinterpret_cast<format::TraceHeader*>(s->out + kHdr);
+    std::memset(th, 0, sizeof *th);
+    th->thread_serial = s->h.serial;
+    th->count = count - tr.flushed_count;
+    th->first_index = tr.first_index + tr.flushed_count;
+    th->base_tick = tr.flushed_cursor.tick;
+    th->base_addr = tr.flushed_cursor.addr;
+    th->bytes = len - tr.flushed_bytes;
+    std::memcpy(th + 1, s->trace + tr.flushed_bytes, th->bytes);
+    ok = write_chunk(format::ChunkType::TraceEvents, s->out, sizeof *th + th->bytes);
+    if (ok) bump(s->h.events_written, th->count);
+    if (!owner) {
+      const unsigned char* p = s->trace + tr.flushed_bytes;
+      trace::Record r;
+      while (p < s->trace + len && trace::decode(p, s->trace + len, tr.flushed_cursor, r)) {
+      }
+      tr.flushed_bytes = len;
+      tr.flushed_count = count;
+    }
+  }
+  if (owner) {
+    tr.first_index += count;
+    tr.flushed_cursor = tr.cursor;
+    tr.flushed_bytes = tr.flushed_count = 0;
+    tr.published.store(0, std::memory_order_release);
+  }
+  return ok;
+}
+
 void fill_stats_header(Slot* s, format::ThreadStatsHeader* th, format::ThreadState state,
                        uint16_t part, uint32_t rows, uint64_t now, uint64_t now_ns) {
   std::memset(th, 0, sizeof *th);
@@ -114,7 +161,7 @@ void fill_stats_header(Slot* s, format::ThreadStatsHeader* th, format::ThreadSta
   th->last_tick = s->h.last_tick;
   th->rusage = s->h.rusage;
   th->events_written = peek(s->h.events_written);
-  th->events_dropped = peek(s->h.events_dropped);
+  th->events_dropped = peek(s->h.events_dropped) + peek(s->h.trace.dropped);
   th->reentrant_calls = peek(s->h.reentrant_calls);
   th->n_rows = rows;
 }
@@ -197,7 +244,8 @@ Slot* acquire_slot() {
       }
     } else if (st == kSlotExited && owner_gone(s, pid, tid)) {
       if (s->h.state.compare_exchange_strong(st, kSlotReclaiming, std::memory_order_acq_rel)) {
-        const bool unflushed = count_calls(s) != s->h.calls_at_flush || s->h.ring.size() > 0;
+        const bool unflushed = count_calls(s) != s->h.calls_at_flush || s->h.ring.size() > 0 ||
+                               trace_pending(s);
         if (unflushed && !flush_slot(s, format::ThreadState::Exited) &&
             g_ps->mode.load(std::memory_order_acquire) == kModeInitialising) {
           // The profile is not open yet: keep the dead thread's counts for a later flush.
@@ -223,12 +271,23 @@ bool flush_slot(Slot* s, format::ThreadState state) {
   bool ok = g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive &&
             sys::getpid() == g_ps->pid;
   if (ok) {
-    if (t_ctx.slot == s) read_thread_rusage(s->h.rusage);  // getrusage only sees the caller
+    const bool owner = t_ctx.slot == s;
+    if (owner) read_thread_rusage(s->h.rusage);  // getrusage only sees the caller
     const uint64_t calls = count_calls(s);
-    ok = write_events(s) && write_stats(s, state);
+    ok = write_events(s) && write_trace(s, owner) && write_stats(s, state);
     s->h.calls_at_flush = calls;
     s->h.last_flush_tick = ticks();
   }
+  s->h.flushing.store(0, std::memory_order_release);
+  return ok;
+}
+
+bool flush_buffers(Slot* s) {
+  uint32_t expected = 0;
+  if (!s->h.flushing.compare_exchange_strong(expected, 1, std::memory_order_acquire)) return false;
+  bool ok = g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive &&
+            sys::getpid() == g_ps->pid;
+  if (ok) ok = write_events(s) && write_trace(s, t_ctx.slot == s);
   s->h.flushing.store(0, std::memory_order_release);
   return ok;
 }
@@ -240,7 +299,8 @@ void flush_all_slots(format::ThreadState state) {
     if (!s) continue;
     const uint32_t st = s->h.state.load(std::memory_order_acquire);
     if (st != kSlotOwned && st != kSlotExited) continue;
-    if (count_calls(s) == s->h.calls_at_flush && s->h.ring.size() == 0 && s->h.seq != 0)
+    if (count_calls(s) == s->h.calls_at_flush && s->h.ring.size() == 0 && !trace_pending(s) &&
+        s->h.seq != 0)
       continue;
     flush_slot(s, st == kSlotOwned ? state : format::ThreadState::Exited);
   }
@@ -252,7 +312,7 @@ uint64_t total_events_dropped() {
   for (uint32_t i = 0; i < n; i++) {
     Slot* s = g_slots[i].load(std::memory_order_acquire);
     if (s && s->h.state.load(std::memory_order_acquire) != kSlotFree)
-      sum += peek(s->h.events_dropped);
+      sum += peek(s->h.events_dropped) + peek(s->h.trace.dropped);
   }
   return sum;
 }

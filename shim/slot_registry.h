@@ -18,6 +18,9 @@ Slot* acquire_slot();
 // slot is being flushed by someone else (never waits) or the profile is not writable.
 bool flush_slot(Slot* s, format::ThreadState state);
 
+// Writes the slot's pending events and trace records only (its buffer is full): no snapshot.
+bool flush_buffers(Slot* s);
+
 // Flushes every slot with news since its last flush (at exit: state ProcessExit).
 void flush_all_slots(format::ThreadState state);
 

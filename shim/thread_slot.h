@@ -18,6 +18,7 @@
 #include "allocscope/format.h"
 #include "allocscope/ops.h"
 #include "allocscope/ring.h"
+#include "allocscope/trace_codec.h"
 
 namespace allocscope {
 
@@ -37,6 +38,20 @@ constexpr unsigned kMaxLatencyRows = 512;   // distinct (op, bucket) pairs that 
 constexpr unsigned kRingEvents = 4096;      // timed-call events buffered per thread
 constexpr size_t kOutBuffer = 64 * 1024;    // one chunk is built here before its write(2)
 constexpr size_t kSlotHeaderSize = 4096;
+constexpr size_t kTraceBuffer = kOutBuffer - 256;  // encoded trace records, one chunk's worth
+
+// Trace mode: the owner appends encoded records to `trace` and publishes (count << 32 | bytes) in
+// `published` after each; a flusher writes [flushed_bytes, bytes) as one chunk starting from
+// `flushed_cursor`.  Only the owner empties the buffer; another flusher (at exit, or for a dead
+// thread) advances `flushed_*`, decoding the records it wrote to find the next chunk's cursor.
+struct TraceState {
+  std::atomic<uint64_t> published;
+  trace::Cursor cursor;          // the owner's encoder state: the last record appended
+  uint64_t first_index;          // records of this thread before the buffer's first one
+  trace::Cursor flushed_cursor;  // the encoder state after the last record flushed
+  uint32_t flushed_bytes, flushed_count;
+  uint64_t dropped;              // records lost: buffer full while someone else flushed it
+};
 
 struct SlotHeader {
   std::atomic<uint32_t> state;
@@ -50,6 +65,7 @@ struct SlotHeader {
   uint64_t events_written, events_dropped, reentrant_calls;
   format::Rusage rusage;       // as of the owner's last flush
   Ring<format::Event> ring;
+  TraceState trace;
 };
 static_assert(sizeof(SlotHeader) <= kSlotHeaderSize);
 
@@ -60,6 +76,7 @@ struct Slot {
   LatencyRow latency[kMaxLatencyRows];
   format::Event events[kRingEvents];
   alignas(64) unsigned char out[kOutBuffer];
+  alignas(64) unsigned char trace[kTraceBuffer];
 };
 
 constexpr size_t kSlotBytes = (sizeof(Slot) + 4095) & ~size_t{4095};
