@@ -19,6 +19,7 @@
 #include "real_allocator.h"
 #include "recorder.h"
 #include "slot_registry.h"
+#include "stack_walk.h"
 #include "sys.h"
 #include "text_buffer.h"
 #include "tick_clock.h"
@@ -87,6 +88,8 @@ void configure_sampling(const format::Calibration& c) {
   s.cpu_sample_every = env_uint("ALLOCSCOPE_CPU_SAMPLE", kDefaultCpuSampleEvery);
   g_exact_free_sizes = env_uint("ALLOCSCOPE_FREE_SIZES", 0) != 0;
   g_trace = env_uint("ALLOCSCOPE_TRACE", 0) != 0;
+  s.stack_every = env_uint("ALLOCSCOPE_STACKS", 0);
+  s.stack_slow_ticks = env_uint("ALLOCSCOPE_STACK_SLOW_NS", 50000) * (c.tick_hz / 1000000) / 1000;
   if (g_trace) s.sample_every = 1;  // a trace has every call, timed
   // Windows repeat about every millisecond: 2^shift ticks.
   unsigned shift = 10;
@@ -232,7 +235,11 @@ bool write_calibration_chunk() {
   c.sample_every = g_sampling.sample_every;
   c.cpu_sample_every = g_sampling.cpu_sample_every;
   c.window_shift = g_sampling.window_shift;
-  c.mode_flags = g_trace ? format::kModeTrace : 0;
+  c.mode_flags = (g_trace ? format::kModeTrace : 0) |
+                 (g_sampling.stack_every ? format::kModeStacks : 0);
+  c.stack_every = g_sampling.stack_every;
+  c.stack_slow_ticks = static_cast<uint32_t>(
+      g_sampling.stack_slow_ticks > 0xffffffffu ? 0xffffffffu : g_sampling.stack_slow_ticks);
   std::memcpy(g_init_buf + kHdr, &c, sizeof c);
   return write_chunk(format::ChunkType::Calibration, g_init_buf, sizeof c);
 }
@@ -298,6 +305,10 @@ int initialise() {
     m.put("allocscope: ").put(base).put(" exists; writing the profile to ").put(g_ps->path)
         .put(" instead\n");
     say_once(6, line);
+  }
+  if (g_sampling.stack_every) {
+    stack_walk_init(dlsym(RTLD_DEFAULT, "gnu_get_libc_version") != nullptr);
+    write_modules();
   }
   return kModeActive;
 }
@@ -368,6 +379,7 @@ void shutdown_process(format::ExitKind kind) {
   const int saved = errno;
   t_ctx.depth++;
   flush_all_slots(format::ThreadState::ProcessExit);
+  if (g_sampling.stack_every) write_modules_if_changed();
   alignas(8) unsigned char buf[sizeof(format::ChunkHeader) + sizeof(format::ProcessEnd)];
   auto* pe = reinterpret_cast<format::ProcessEnd*>(buf + sizeof(format::ChunkHeader));
   std::memset(pe, 0, sizeof *pe);

@@ -9,6 +9,7 @@
 
 #include "process_state.h"
 #include "slot_registry.h"
+#include "stack_walk.h"
 #include "sys.h"
 
 namespace allocscope {
@@ -101,7 +102,7 @@ Slot* attach_thread(ThreadCtx& t) {
 
 void flush_in_place(Slot* s);
 
-void append_trace(Slot* s, const CallInfo& call, uint64_t t0, uint64_t duration) {
+void append_trace(Slot* s, const CallInfo& call, uint64_t t0, uint64_t duration, uint32_t stack) {
   TraceState& tr = s->h.trace;
   uint64_t pub = tr.published.load(std::memory_order_relaxed);
   if ((pub & 0xffffffffu) + trace::kMaxRecordBytes > kTraceBuffer) {
@@ -122,6 +123,7 @@ void append_trace(Slot* s, const CallInfo& call, uint64_t t0, uint64_t duration)
   r.addr = call.addr;
   r.size = call.size;
   r.old_addr = call.old_addr;
+  r.stack_id = stack;
   const uint32_t len = static_cast<uint32_t>(pub & 0xffffffffu);
   unsigned char* end = trace::encode(s->trace + len, tr.cursor, r);
   const uint64_t count = (pub >> 32) + 1;
@@ -214,8 +216,15 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
     const unsigned bin = latency_bin_of(d);
     bump(r.bins[bin], 1);
   }
+  uint32_t stack = 0;
+  if (g_sampling.stack_every) {
+    StackState& st = s->h.stacks;
+    if (st.countdown == 0 || st.countdown > g_sampling.stack_every)
+      st.countdown = g_sampling.stack_every;
+    if (--st.countdown == 0 || d >= g_sampling.stack_slow_ticks) stack = capture_stack(s);
+  }
   if (g_trace) {
-    append_trace(s, call, t0, d);
+    append_trace(s, call, t0, d, stack);
     s->h.last_tick = t1;
     if (t1 - s->h.last_flush_tick > g_sampling.flush_interval) flush_in_place(s);
     return;
@@ -227,6 +236,7 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
   e.size = size > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(size);
   e.op = static_cast<uint8_t>(op);
   e.bucket = static_cast<uint8_t>(bucket);
+  e.stack_id = stack;
   if (!s->h.ring.push(e)) bump(s->h.events_dropped, 1);
   s->h.last_tick = t1;
   if (t1 - s->h.last_flush_tick > g_sampling.flush_interval) {

@@ -7,6 +7,7 @@
 
 #include "process_state.h"
 #include "recorder.h"
+#include "stack_walk.h"
 #include "sys.h"
 
 #ifndef MADV_WIPEONFORK
@@ -41,6 +42,9 @@ void start_slot(Slot* s, int tid) {
   h.trace.cursor = h.trace.flushed_cursor = trace::Cursor{};
   h.trace.first_index = h.trace.dropped = 0;
   h.trace.flushed_bytes = h.trace.flushed_count = 0;
+  h.stacks.next_id = h.stacks.countdown = h.stacks.flushed = 0;  // the table itself was madvised
+  h.stacks.published.store(0, std::memory_order_relaxed);
+  h.stacks.stack_lo = h.stacks.stack_hi = h.stacks.dropped = 0;
   h.state.store(kSlotOwned, std::memory_order_release);
   const uint32_t live = g_ps->live_threads.fetch_add(1, std::memory_order_relaxed) + 1;
   uint32_t max = g_ps->max_live_threads.load(std::memory_order_relaxed);
@@ -274,7 +278,9 @@ bool flush_slot(Slot* s, format::ThreadState state) {
     const bool owner = t_ctx.slot == s;
     if (owner) read_thread_rusage(s->h.rusage);  // getrusage only sees the caller
     const uint64_t calls = count_calls(s);
-    ok = write_events(s) && write_trace(s, owner) && write_stats(s, state);
+    ok = write_pending_stacks(s) && write_events(s) && write_trace(s, owner) &&
+         write_stats(s, state);
+    if (ok && owner && g_sampling.stack_every) write_modules_if_changed();
     s->h.calls_at_flush = calls;
     s->h.last_flush_tick = ticks();
   }
@@ -287,7 +293,7 @@ bool flush_buffers(Slot* s) {
   if (!s->h.flushing.compare_exchange_strong(expected, 1, std::memory_order_acquire)) return false;
   bool ok = g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive &&
             sys::getpid() == g_ps->pid;
-  if (ok) ok = write_events(s) && write_trace(s, t_ctx.slot == s);
+  if (ok) ok = write_pending_stacks(s) && write_events(s) && write_trace(s, t_ctx.slot == s);
   s->h.flushing.store(0, std::memory_order_release);
   return ok;
 }

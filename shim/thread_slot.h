@@ -40,6 +40,24 @@ constexpr size_t kOutBuffer = 64 * 1024;    // one chunk is built here before it
 constexpr size_t kSlotHeaderSize = 4096;
 constexpr size_t kTraceBuffer = kOutBuffer - 256;  // encoded trace records, one chunk's worth
 
+// Stacks: a per-thread table (open addressing on the stack's hash) hands out ids; new stacks are
+// queued as (StackRecord, frames) in `pending_stacks`, published like trace records below.
+constexpr unsigned kStackTableSize = 4096;   // a power of two
+constexpr size_t kPendingStacks = 32 * 1024;
+struct StackEntry {
+  uint64_t hash;  // 0 = empty
+  uint32_t id;
+  uint32_t reserved;
+};
+struct StackState {
+  uint32_t next_id;
+  uint32_t countdown;                 // timed calls left before the next sampled stack
+  std::atomic<uint32_t> published;    // bytes queued in pending_stacks
+  uint32_t flushed;                   // bytes of them already written by a non-owner
+  uint64_t stack_lo, stack_hi;        // the thread's stack, for the frame-pointer walk
+  uint64_t dropped;                   // stacks not kept: table or queue full
+};
+
 // Trace mode: the owner appends encoded records to `trace` and publishes (count << 32 | bytes) in
 // `published` after each; a flusher writes [flushed_bytes, bytes) as one chunk starting from
 // `flushed_cursor`.  Only the owner empties the buffer; another flusher (at exit, or for a dead
@@ -66,6 +84,7 @@ struct SlotHeader {
   format::Rusage rusage;       // as of the owner's last flush
   Ring<format::Event> ring;
   TraceState trace;
+  StackState stacks;
 };
 static_assert(sizeof(SlotHeader) <= kSlotHeaderSize);
 
@@ -77,6 +96,8 @@ struct Slot {
   format::Event events[kRingEvents];
   alignas(64) unsigned char out[kOutBuffer];
   alignas(64) unsigned char trace[kTraceBuffer];
+  StackEntry stack_table[kStackTableSize];
+  alignas(64) unsigned char pending_stacks[kPendingStacks];
 };
 
 constexpr size_t kSlotBytes = (sizeof(Slot) + 4095) & ~size_t{4095};
