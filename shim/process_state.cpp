@@ -36,7 +36,7 @@ ProcessState* g_ps = nullptr;
 
 namespace {
 
-constexpr uint32_t kDefaultSampleEvery = 16;
+constexpr uint32_t kDefaultSampleEvery = 64;  // 1/64 of the time: docs/overhead.md
 constexpr uint32_t kDefaultCpuSampleEvery = 256;
 
 format::Calibration g_calibration;
