@@ -1,0 +1,98 @@
+#include "report.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <vector>
+
+namespace allocscope {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: allocscope report FILE... [--json] [--by class|bucket|thread]\n"
+    "\n"
+    "Where the allocator's time goes: the estimated time inside the allocator and its share of\n"
+    "the threads' time, split into fast path, slow-but-running and waiting; per size class; how\n"
+    "much the threads serialize inside the allocator; and a short verdict.\n"
+    "\n"
+    "  --json        one JSON document per FILE (an array of them for several FILEs)\n"
+    "  --by class    break the time down by the allocator's size classes (the default; size\n"
+    "                buckets when the allocator is not known)\n"
+    "  --by bucket   … by allocscope's log-linear size buckets\n"
+    "  --by thread   … by thread\n"
+    "  -h, --help    this help\n"
+    "\n"
+    "The definitions are in docs/analysis.md.\n";
+
+struct ReportOptions {
+  std::vector<std::string> files;
+  bool json = false;
+  ReportGrouping by = ReportGrouping::Class;
+};
+
+ReportGrouping parse_grouping(const std::string& value) {
+  if (value == "class") return ReportGrouping::Class;
+  if (value == "bucket") return ReportGrouping::Bucket;
+  if (value == "thread") return ReportGrouping::Thread;
+  throw UsageError(fmt::format("report: --by takes class, bucket or thread, not '{}'", value));
+}
+
+std::optional<ReportOptions> parse(CommandArgs args) {
+  ReportOptions options;
+  bool options_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!options_done && is_help_flag(arg)) return std::nullopt;
+    if (!options_done && arg == "--json") {
+      options.json = true;
+    } else if (!options_done && arg == "--by") {
+      if (i + 1 >= args.size()) throw UsageError("report: --by needs a value (class, bucket or thread)");
+      options.by = parse_grouping(args[++i]);
+    } else if (!options_done && arg.rfind("--by=", 0) == 0) {
+      options.by = parse_grouping(arg.substr(5));
+    } else if (!options_done && arg == "--") {
+      options_done = true;
+    } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
+      throw UsageError(fmt::format("report: unknown option '{}'", arg));
+    } else {
+      options.files.push_back(arg);
+    }
+  }
+  if (options.files.empty()) throw UsageError("report: missing FILE");
+  return options;
+}
+
+}  // namespace
+
+int report_command(CommandArgs args) {
+  const auto options = parse(args);
+  if (!options) {
+    fmt::print("{}", kUsage);
+    return 0;
+  }
+  CostOptions cost;
+  cost.by = options->by;
+  std::string out;
+  const bool many = options->files.size() > 1;
+  if (options->json && many) out += "[\n";
+  for (size_t i = 0; i < options->files.size(); ++i) {
+    const CostReport report = analyze_profile(options->files[i], cost);
+    if (options->json) {
+      std::string doc = report_json(report);
+      if (many) {
+        while (!doc.empty() && doc.back() == '\n') doc.pop_back();
+        doc += i + 1 < options->files.size() ? ",\n" : "\n";
+      }
+      out += doc;
+    } else {
+      if (i > 0) out += "\n";
+      out += report_text(report);
+    }
+  }
+  if (options->json && many) out += "]\n";
+  fmt::print("{}", out);
+  return 0;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,293 @@
+// The text rendering of `allocscope report`: aligned tables that fit in 100 columns.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iterator>
+
+#include "report.h"
+#include "text_table.h"
+#include "thread_profile.h"
+#include "units.h"
+
+namespace allocscope {
+
+namespace {
+
+using Align = TextTable::Align;
+constexpr size_t kWidth = 100;
+
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string dur(double ns) { return format_duration_ns(std::max(0.0, ns)); }
+
+// A duration in a table cell: three significant digits, so that columns stay narrow.
+std::string cell_dur(double ns) {
+  ns = std::max(0.0, ns);
+  if (ns < 10) return fmt::format("{:.1f} ns", ns);
+  if (ns < 999.5) return fmt::format("{:.0f} ns", ns);
+  static constexpr const char* kUnits[] = {"µs", "ms", "s"};
+  double v = ns / 1e3;
+  size_t unit = 0;
+  while (unit + 1 < std::size(kUnits) && v >= 999.5) {
+    v /= 1e3;
+    ++unit;
+  }
+  const int decimals = v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
+  return fmt::format("{:.{}f} {}", v, decimals, kUnits[unit]);
+}
+
+// At most `width` characters, "…" marking a cut.
+std::string fit(const std::string& text, size_t width) {
+  if (display_width(text) <= width) return text;
+  std::string out;
+  size_t shown = 0;
+  for (size_t i = 0; i < text.size() && shown + 1 < width; ++i) {
+    out += text[i];
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++shown;
+    while (i + 1 < text.size() && (static_cast<unsigned char>(text[i + 1]) & 0xC0) == 0x80) out += text[++i];
+  }
+  return out + "…";
+}
+
+std::string pct(double share) {
+  if (!std::isfinite(share)) return "-";
+  return fmt::format("{:.1f} %", 100 * share);
+}
+
+// A share of a total, or "-" when the total is zero.
+std::string pct_of(double part, double total) { return total > 0 ? pct(part / total) : "-"; }
+
+std::string count(uint64_t n) { return group_digits(n); }
+
+std::string rusage_count(uint64_t v) { return v == kRusageUnavailable ? "-" : group_digits(v); }
+
+std::string cpu_time(const format::Rusage& r) {
+  if (r.utime_us == kRusageUnavailable || r.stime_us == kRusageUnavailable) return "-";
+  return cell_dur(static_cast<double>(r.utime_us + r.stime_us) * 1e3);
+}
+
+// Words wrapped to `width` columns, every line indented by `indent`.
+std::string wrap(std::string_view text, size_t width, std::string_view indent) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(' ', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (word.empty()) continue;
+    if (!line.empty() && display_width(indent) + display_width(line) + 1 + display_width(word) > width) {
+      out += fmt::format("{}{}\n", indent, line);
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+  }
+  if (!line.empty()) out += fmt::format("{}{}\n", indent, line);
+  return out;
+}
+
+std::string command_line(const CostReport& r) {
+  std::string line;
+  for (const auto& arg : r.args) line += (line.empty() ? "" : " ") + printable(arg);
+  return line.empty() ? printable(r.program) : line;
+}
+
+std::string header(const CostReport& r) {
+  TextTable fields({{"", Align::Left}, {"", Align::Left}});
+  fields.add_row({"program", r.program.empty() ? "-" : fmt::format("{} (pid {})", printable(r.program), r.pid)});
+  if (!r.args.empty()) fields.add_row({"command", command_line(r)});
+  fields.add_row({"libc", r.libc.empty() ? "-" : (r.libc_version.empty() ? r.libc : r.libc + " " + printable(r.libc_version))});
+  fields.add_row({"allocator", r.allocator.empty() ? "-" : printable(r.allocator)});
+  fields.add_row({"size classes", r.class_table == "buckets" ? std::string("allocscope size buckets")
+                                                              : fmt::format("{} ({})", r.class_table, r.class_table_source)});
+  fields.add_row({"wall time", r.wall_ns ? dur(*r.wall_ns) + (r.complete ? "" : " (no end record)") : "-"});
+  fields.add_row({"threads", fmt::format("{} ({} with 1 % of the calls or more)", r.threads, r.contention.busy_threads)});
+  std::string sampling;
+  if (r.sample_every == 0) {
+    sampling = "none timed";
+  } else if (r.sample_every == 1) {
+    sampling = "every call timed";
+  } else {
+    sampling = fmt::format("timed in windows of 1/{} of the time", r.sample_every);
+  }
+  fields.add_row({"calls", fmt::format("{} ({} timed: {})", count(r.calls), count(r.timed), sampling)});
+  fields.add_row({"allocator time",
+                  fmt::format("{} ± {} = {} of {} thread time", dur(r.allocator_time_ns), dur(r.allocator_error_ns),
+                              pct(r.allocator_share), dur(r.thread_time_ns))});
+  const double t = r.split.total();
+  fields.add_row({"", fmt::format("fast path {}, slow but running {}, waiting {}", pct_of(r.split.fast_ns, t),
+                                  pct_of(r.split.slow_ns, t), pct_of(r.split.wait_ns, t))});
+  return fmt::format("allocscope report: {}\n{}", printable(r.file), fields.render());
+}
+
+std::string section(std::string_view title, const std::string& body) {
+  return fmt::format("\n{}\n{}", title, body.empty() ? "  (none)\n" : body);
+}
+
+// A class's name in a table: a label too long for the column loses its parenthesized remark
+// (the JSON has it whole).
+std::string class_label(const ClassRow& c, bool buckets) {
+  constexpr size_t kLabelWidth = 28;
+  if (!c.size_known) return c.label;
+  if (buckets) return c.lo == c.hi ? fmt::format("{} B", c.lo) : fmt::format("{}-{} B", c.lo, c.hi);
+  const std::string label = printable(c.label);
+  if (display_width(label) <= kLabelWidth) return label;
+  const size_t paren = label.find(" (");
+  if (paren != std::string::npos && display_width(label.substr(0, paren)) <= kLabelWidth) return label.substr(0, paren);
+  return fit(label, kLabelWidth);
+}
+
+// A share in a table cell: "12.3%".
+std::string cell_pct(double share) { return std::isfinite(share) ? fmt::format("{:.1f}%", 100 * share) : "-"; }
+std::string cell_pct_of(double part, double total) { return total > 0 ? cell_pct(part / total) : "-"; }
+
+// Bytes in a table cell: three significant digits.
+std::string cell_bytes(ByteCount bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} B", static_cast<uint64_t>(bytes));
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (unit + 1 < std::size(kUnits) && v >= 1023.5) {
+    v /= 1024;
+    ++unit;
+  }
+  const int decimals = v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
+  return fmt::format("{:.{}f} {}", v, decimals, kUnits[unit]);
+}
+
+std::string classes_section(const CostReport& r) {
+  const bool buckets = r.class_table == "buckets";
+  TextTable calls({{"class", Align::Left}, {"calls"}, {"calls %"}, {"bytes"}, {"p50"}, {"p90"}, {"p99"}, {"p99.9"}, {"max"}});
+  TextTable time({{"class", Align::Left}, {"time"}, {"± error"}, {"time %"}, {"fast"}, {"slow"}, {"waiting"}});
+  for (const ClassRow& c : r.classes) {
+    const std::string label = class_label(c, buckets);
+    std::vector<std::string> row{label, count(c.calls), cell_pct(c.call_share), cell_bytes(c.bytes)};
+    if (c.latency) {
+      for (double v : {c.latency->p50_ns, c.latency->p90_ns, c.latency->p99_ns, c.latency->p999_ns, c.latency->max_ns}) {
+        row.push_back(cell_dur(v));
+      }
+    } else {
+      row.insert(row.end(), 5, "-");
+    }
+    calls.add_row(std::move(row));
+    const double t = c.split.total();
+    time.add_row({label, cell_dur(c.time_ns), cell_dur(c.error_ns), cell_pct(c.time_share), cell_pct_of(c.split.fast_ns, t),
+                  cell_pct_of(c.split.slow_ns, t), cell_pct_of(c.split.wait_ns, t)});
+  }
+  const double t = r.split.total();
+  time.add_row({"all", cell_dur(r.allocator_time_ns), cell_dur(r.allocator_error_ns), r.allocator_time_ns > 0 ? cell_pct(1) : std::string("-"),
+                cell_pct_of(r.split.fast_ns, t), cell_pct_of(r.split.slow_ns, t), cell_pct_of(r.split.wait_ns, t)});
+  const std::string what = buckets ? "Size buckets" : "Size classes";
+  return section(what + ": calls and latency of timed calls", r.classes.empty() ? "" : calls.render()) +
+         section(what + ": estimated time inside the allocator (fast / slow / waiting: shares of the row)",
+                 r.classes.empty() ? "" : time.render());
+}
+
+std::string threads_time_section(const CostReport& r) {
+  TextTable table({{"thread"}, {"tid"}, {"lifetime"}, {"calls"}, {"time"}, {"± error"}, {"of life"}, {"fast"}, {"slow"},
+                   {"waiting"}});
+  for (const ThreadRow& t : r.threads_rows) {
+    const double total = t.split.total();
+    table.add_row({std::to_string(t.serial), std::to_string(t.tid), cell_dur(t.lifetime_ns), count(t.calls),
+                   cell_dur(t.time_ns) + (t.capped ? "*" : ""), cell_dur(t.error_ns), t.lifetime_ns > 0 ? cell_pct(t.share) : "-",
+                   cell_pct_of(t.split.fast_ns, total), cell_pct_of(t.split.slow_ns, total), cell_pct_of(t.split.wait_ns, total)});
+  }
+  std::string body = table.empty() ? "" : table.render();
+  if (r.model.capped_threads) body += "  * scaled down to the thread's lifetime\n";
+  return section("Threads: estimated time inside the allocator", body);
+}
+
+std::string contention_section(const CostReport& r) {
+  const Contention& c = r.contention;
+  TextTable fields({{"", Align::Left}, {"", Align::Left}});
+  fields.add_row({"waiting", fmt::format("{} of allocator time", pct(c.wait_share))});
+  if (c.serialization_index) {
+    fields.add_row({"serialization index",
+                    fmt::format("{:.2f} effective threads progressing while 2 or more are inside", *c.serialization_index)});
+    fields.add_row({"", fmt::format("(from {} calls{})", count(c.si_calls),
+                                    c.si_excluded_windows ? fmt::format("; {} windows with a descheduled call left out",
+                                                                        count(c.si_excluded_windows))
+                                                          : std::string())});
+  } else {
+    fields.add_row({"serialization index",
+                    fmt::format("- (only {} calls were inside together with another thread; 20 needed)", count(c.si_calls))});
+  }
+  fields.add_row({"contended time", fmt::format("{} of the time any thread is inside, 2 or more are",
+                                                pct(c.contended_time_share))});
+  fields.add_row({"calls meeting others", fmt::format("{} of {} timed calls placed on the time line",
+                                                      pct_of(static_cast<double>(c.contended), static_cast<double>(c.classified)),
+                                                      count(c.classified))});
+  fields.add_row({"threads inside", c.occupancy ? fmt::format("{:.2f} on average while any is; at most {} at once",
+                                                              *c.occupancy, c.max_inside)
+                                                : std::string("-")});
+  std::string body = fields.render();
+  if (!c.by_inside.empty()) {
+    TextTable inside({{"inside"}, {"calls"}, {"calls %"}, {"mean"}, {"p50"}, {"p99"}, {"vs alone"}});
+    for (const InsideRow& row : c.by_inside) {
+      inside.add_row({row.inside == 64 ? "64+" : std::to_string(row.inside), count(row.calls),
+                      cell_pct_of(static_cast<double>(row.calls), static_cast<double>(c.classified)), cell_dur(row.mean_ns),
+                      cell_dur(row.p50_ns), cell_dur(row.p99_ns), row.vs_alone ? fmt::format("{:.2f}x", *row.vs_alone) : "-"});
+    }
+    body += "\n  Latency by threads inside at the call's start (the caller included):\n" + inside.render();
+  }
+  TextTable threads({{"thread"}, {"lifetime"}, {"alloc time"}, {"of life"}, {"waiting"}, {"met others"}, {"cpu"},
+                     {"vcsw"}, {"ivcsw"}, {"minflt"}});
+  for (const ThreadRow& t : r.threads_rows) {
+    threads.add_row({std::to_string(t.serial), cell_dur(t.lifetime_ns), cell_dur(t.time_ns) + (t.capped ? "*" : ""),
+                     t.lifetime_ns > 0 ? cell_pct(t.share) : "-", cell_pct_of(t.split.wait_ns, t.split.total()),
+                     t.classified ? cell_pct(static_cast<double>(t.contended) / static_cast<double>(t.classified)) : "-",
+                     cpu_time(t.rusage), rusage_count(t.rusage.nvcsw), rusage_count(t.rusage.nivcsw),
+                     rusage_count(t.rusage.minflt)});
+  }
+  if (!threads.empty()) body += "\n  Per thread (cpu, switches and faults over the whole thread):\n" + threads.render();
+  return section("Contention", body);
+}
+
+std::string model_section(const CostReport& r) {
+  const ModelNotes& m = r.model;
+  TextTable fields({{"", Align::Left}, {"", Align::Left}});
+  fields.add_row({"probe overhead", fmt::format("{} taken from every timed call", dur(m.probe_overhead_ns))});
+  fields.add_row({"time line", fmt::format("{} windows; concurrency not trusted in the first {} of each",
+                                           count(m.windows), dur(m.window_trim_ns))});
+  fields.add_row({"events", fmt::format("{} read, {} dropped, {} late", count(m.events), count(m.events_dropped),
+                                        count(m.late_events))});
+  fields.add_row({"blocking evidence",
+                  fmt::format("{} rusage samples, {} blocked; {} latency bins from samples", count(m.rusage_samples),
+                              count(m.rusage_blocked), m.evidence_bins)});
+  const auto blocked = static_cast<uint64_t>(std::llround(m.fallback_blocked_calls));
+  fields.add_row({"", fmt::format("elsewhere: {} call{} of {} or more taken as blocked, from the threads'",
+                                  count(blocked), blocked == 1 ? "" : "s", dur(m.block_threshold_ns))});
+  fields.add_row({"", "voluntary context switches (longest calls first)"});
+  std::string body = fields.render();
+  for (const auto& caveat : m.caveats) body += wrap("note: " + caveat, kWidth, "  ");
+  return section("Model (docs/analysis.md)", body);
+}
+
+}  // namespace
+
+std::string report_text(const CostReport& r) {
+  std::string out = header(r);
+  out += section("Verdict", wrap(r.verdict.text, kWidth, "  "));
+  if (r.by == ReportGrouping::Thread) {
+    out += threads_time_section(r);
+  } else {
+    out += classes_section(r);
+  }
+  out += contention_section(r);
+  out += model_section(r);
+  return out;
+}
+
+}  // namespace allocscope

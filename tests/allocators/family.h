@@ -1,0 +1,146 @@
+/* family.h — the whole malloc family, forwarded to glibc's allocator, for the test allocators.
+ *
+ * A test allocator is one C file that defines three hooks and then includes this header:
+ *
+ *   static void family_enter(void);              before every forwarded call
+ *   static void family_leave(void);              after it
+ *   static void family_before_malloc(size_t n);  before family_enter() in malloc only
+ *
+ * Every function calls glibc's own implementation: __libc_malloc & co where glibc exports one
+ * (no symbol lookup, so they work from the first call on), the real posix_memalign,
+ * aligned_alloc and malloc_usable_size through dlsym(RTLD_NEXT) otherwise.  Those are looked up
+ * before family_enter(): dlsym may allocate, and must not do so inside the hooks.  None of the
+ * real functions called calls back into this family (a mutex in the hooks never nests).
+ * Build with -fvisibility=hidden: only the family below is exported.
+ */
+#ifndef ALLOCSCOPE_TEST_ALLOCATOR_FAMILY_H
+#define ALLOCSCOPE_TEST_ALLOCATOR_FAMILY_H
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAMILY_EXPORT __attribute__((visibility("default")))
+
+/* glibc's implementations (exported by libc.so.6 since 2.2.5). */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+
+static void family_enter(void);
+static void family_leave(void);
+static void family_before_malloc(size_t n);
+
+/* The next definition of `name` after this library: glibc's.  Racing first calls store the
+ * same value. */
+static void *family_next(void *volatile *slot, const char *name) {
+  void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!fn) {
+    fn = dlsym(RTLD_NEXT, name);
+    __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+  }
+  return fn;
+}
+
+typedef int posix_memalign_fn(void **, size_t, size_t);
+typedef void *aligned_alloc_fn(size_t, size_t);
+typedef size_t malloc_usable_size_fn(void *);
+
+/* Declares real_<name>, glibc's <name> (of type <name>_fn). */
+#define FAMILY_NEXT(name)                    \
+  static void *volatile family_next_##name; \
+  name##_fn *real_##name = (name##_fn *)family_next(&family_next_##name, #name)
+
+FAMILY_EXPORT void *malloc(size_t n) {
+  family_before_malloc(n);
+  family_enter();
+  void *p = __libc_malloc(n);
+  family_leave();
+  return p;
+}
+
+FAMILY_EXPORT void free(void *p) {
+  family_enter();
+  __libc_free(p);
+  family_leave();
+}
+
+FAMILY_EXPORT void *calloc(size_t n, size_t size) {
+  family_enter();
+  void *p = __libc_calloc(n, size);
+  family_leave();
+  return p;
+}
+
+FAMILY_EXPORT void *realloc(void *old, size_t n) {
+  family_enter();
+  void *p = __libc_realloc(old, n);
+  family_leave();
+  return p;
+}
+
+/* glibc's reallocarray calls realloc through the PLT, i.e. the realloc above: it is restated
+ * here (overflow: ENOMEM) so that the hooks never nest. */
+FAMILY_EXPORT void *reallocarray(void *old, size_t n, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  family_enter();
+  void *p = __libc_realloc(old, bytes);
+  family_leave();
+  return p;
+}
+
+FAMILY_EXPORT int posix_memalign(void **out, size_t alignment, size_t n) {
+  FAMILY_NEXT(posix_memalign);
+  family_enter();
+  int rc = real_posix_memalign(out, alignment, n);
+  family_leave();
+  return rc;
+}
+
+FAMILY_EXPORT void *aligned_alloc(size_t alignment, size_t n) {
+  FAMILY_NEXT(aligned_alloc);
+  family_enter();
+  void *p = real_aligned_alloc(alignment, n);
+  family_leave();
+  return p;
+}
+
+FAMILY_EXPORT void *memalign(size_t alignment, size_t n) {
+  family_enter();
+  void *p = __libc_memalign(alignment, n);
+  family_leave();
+  return p;
+}
+
+FAMILY_EXPORT void *valloc(size_t n) {
+  family_enter();
+  void *p = __libc_valloc(n);
+  family_leave();
+  return p;
+}
+
+FAMILY_EXPORT void *pvalloc(size_t n) {
+  family_enter();
+  void *p = __libc_pvalloc(n);
+  family_leave();
+  return p;
+}
+
+FAMILY_EXPORT size_t malloc_usable_size(void *p) {
+  FAMILY_NEXT(malloc_usable_size);
+  family_enter();
+  size_t n = real_malloc_usable_size(p);
+  family_leave();
+  return n;
+}
+
+#endif

@@ -1,0 +1,427 @@
+// The cost model behind `allocscope report`, on synthetic profiles whose answers are known exactly:
+// the fast / slow / waiting split, the serialization index, the error bound, the apportioning of
+// frees whose size was not taken, and the pieces it is built from (FineHistogram, WindowSweep).
+#include "cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "allocscope/buckets.h"
+#include "allocscope/ops.h"
+#include "fine_histogram.h"
+#include "mini_json.h"
+#include "report.h"
+#include "temp_dir.h"
+#include "test_profile_writer.h"
+#include "window_sweep.h"
+
+namespace allocscope {
+namespace {
+
+using format::kLastPart;
+
+constexpr unsigned kMalloc = static_cast<unsigned>(Op::Malloc);
+constexpr unsigned kFree = static_cast<unsigned>(Op::Free);
+
+// One thread of a synthetic profile: its timed calls, plus calls that were counted but not timed.
+struct SyntheticThread {
+  uint32_t serial = 1;
+  std::vector<format::Event> events;
+  std::map<std::pair<unsigned, unsigned>, uint64_t> untimed;  // (op, bucket) -> calls
+  uint64_t nvcsw = 0;
+  uint64_t first_tick = 1'000;
+  uint64_t last_tick = 0;  // 0: the end of its last event
+};
+
+format::Event event(unsigned op, uint64_t size, uint64_t start, uint32_t duration) {
+  return test::make_event(op, size, start, duration);
+}
+
+format::Event blocked_event(unsigned op, uint64_t size, uint64_t start, uint32_t duration, uint16_t cpu_us,
+                            uint8_t nvcsw = 1) {
+  format::Event e = test::make_event(op, size, start, duration);
+  e.flags |= format::kEvRusage;
+  e.cpu_us = cpu_us;
+  e.nvcsw = nvcsw;
+  return e;
+}
+
+// Writes a profile at 1 GHz (1 tick = 1 ns), no probe overhead, whose thread snapshots agree with
+// the events (timed calls, their durations and latency bins), and analyzes it.
+class Synthetic {
+ public:
+  explicit Synthetic(uint32_t sample_every = 1) : sample_every_(sample_every) {}
+
+  CostReport analyze(const std::vector<SyntheticThread>& threads, ReportGrouping by = ReportGrouping::Bucket) {
+    write(threads, dir_.file("p.asp"));
+    CostOptions options;
+    options.by = by;
+    return analyze_profile(dir_.file("p.asp"), options);
+  }
+
+  std::filesystem::path write(const std::vector<SyntheticThread>& threads, const std::filesystem::path& path) {
+    test::TestProfileWriter w;
+    format::ProcessInfo info{};
+    info.pid = 4242;
+    info.libc = static_cast<uint8_t>(format::Libc::Unknown);
+    info.start_tick = 0;
+    info.start_mono_ns = 0;
+    w.process(info, "/bin/synthetic", std::string("synthetic\0", 10), "/lib/libsynthetic.so", "");
+    format::Calibration c = test::make_calibration(1'000'000'000);
+    c.sample_every = sample_every_;
+    c.clock_read_ticks = 0;  // no probe overhead: durations are the calls' own
+    c.calib_tick0 = 0;
+    c.calib_mono0 = 0;
+    c.calib_tick1 = 10'000'000;
+    c.calib_mono1 = 10'000'000;
+    w.calibration(c);
+    uint64_t end = 0;
+    for (const auto& t : threads) {
+      for (const auto& e : t.events) end = std::max(end, e.start_tick + e.duration_ticks);
+    }
+    for (const auto& t : threads) {
+      std::map<std::pair<unsigned, unsigned>, format::StatsRow> rows;
+      std::map<std::pair<unsigned, unsigned>, std::map<uint16_t, uint32_t>> bins;
+      uint64_t last = t.first_tick;
+      for (const auto& e : t.events) {
+        format::StatsRow& r = rows[{e.op, e.bucket}];
+        r.op = e.op;
+        r.bucket = e.bucket;
+        ++r.calls;
+        r.bytes += e.size;
+        ++r.timed;
+        r.timed_ticks += e.duration_ticks;
+        r.max_ticks = std::max<uint64_t>(r.max_ticks, e.duration_ticks);
+        ++bins[{e.op, e.bucket}][static_cast<uint16_t>(latency_bin_of(e.duration_ticks))];
+        last = std::max(last, e.start_tick + e.duration_ticks);
+      }
+      for (const auto& [key, calls] : t.untimed) {
+        format::StatsRow& r = rows[key];
+        r.op = static_cast<uint8_t>(key.first);
+        r.bucket = static_cast<uint8_t>(key.second);
+        r.calls += calls;
+        if (key.second < kSizeBuckets) r.bytes += calls * bucket_lo(key.second);
+      }
+      std::vector<test::Row> out;
+      for (const auto& [key, row] : rows) {
+        test::Row r;
+        r.row = row;
+        for (const auto& [bin, count] : bins[key]) r.bins.push_back(format::LatencyBin{bin, 0, count});
+        out.push_back(r);
+      }
+      format::ThreadStatsHeader h = test::make_stats_header(t.serial, 1, kLastPart, format::ThreadState::Exited);
+      h.first_tick = t.first_tick;
+      h.last_tick = t.last_tick ? t.last_tick : last;
+      h.snapshot_tick = end + 1'000;
+      h.snapshot_mono_ns = end + 1'000;
+      h.rusage = {1'000, 0, 0, 0, t.nvcsw, 0};
+      h.events_written = t.events.size();
+      w.thread_stats(h, out);
+      // Events in chunks of 1,000, as a thread's ring would flush them.
+      for (size_t i = 0; i < t.events.size(); i += 1'000) {
+        const size_t n = std::min<size_t>(1'000, t.events.size() - i);
+        w.events(t.serial, i, std::vector<format::Event>(t.events.begin() + i, t.events.begin() + i + n));
+      }
+    }
+    format::ProcessEnd pe{};
+    pe.end_tick = end + 2'000;
+    pe.end_mono_ns = end + 2'000;
+    pe.threads_seen = static_cast<uint32_t>(threads.size());
+    pe.exit_kind = static_cast<uint32_t>(format::ExitKind::Exit);
+    w.process_end(pe);
+    w.save(path);
+    return path;
+  }
+
+  test::TempDir dir_;
+
+ private:
+  uint32_t sample_every_;
+};
+
+// `n` calls of `duration` ticks made alone by one thread, from `start`, one every 2 * duration.
+void alone_calls(SyntheticThread& t, unsigned op, uint64_t size, uint64_t start, uint32_t duration, int n) {
+  for (int i = 0; i < n; ++i) t.events.push_back(event(op, size, start + 2ull * duration * static_cast<unsigned>(i), duration));
+}
+
+const ClassRow& class_with(const CostReport& r, uint64_t size) {
+  for (const ClassRow& c : r.classes) {
+    if (c.size_known && c.lo <= size && size <= c.hi) return c;
+  }
+  throw std::runtime_error("no class holds that size");
+}
+
+// ---- the fast / slow / waiting split ----
+
+TEST(CostModel, SplitsKnownCallsExactly) {
+  SyntheticThread t;
+  // 1,000 calls made alone at 100 ticks: the uncontended cost of malloc(64) is 100.
+  alone_calls(t, kMalloc, 64, 10'000, 100, 1'000);
+  // A slow call that never left the CPU: 100 fast + 300 slow.
+  t.events.push_back(event(kMalloc, 64, 500'000, 400));
+  // A call that blocked: 5,000 ticks, of which 1 µs (1,000 ticks) on the CPU: 100 fast,
+  // 900 slow, 4,000 waiting.
+  t.events.push_back(blocked_event(kMalloc, 64, 600'000, 5'000, 1));
+  Synthetic s;
+  const CostReport r = s.analyze({t});
+
+  EXPECT_DOUBLE_EQ(r.model.probe_overhead_ns, 0);
+  EXPECT_NEAR(r.allocator_time_ns, 1'000 * 100 + 400 + 5'000, 1e-6);
+  EXPECT_NEAR(r.split.fast_ns, 1'002 * 100, 1e-6);
+  EXPECT_NEAR(r.split.slow_ns, 300 + 900, 1e-6);
+  EXPECT_NEAR(r.split.wait_ns, 4'000, 1e-6);
+  EXPECT_NEAR(r.contention.wait_share, 4'000.0 / 105'400, 1e-12);
+  // Every call was timed: no sampling error.
+  EXPECT_DOUBLE_EQ(r.allocator_error_ns, 0);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_EQ(r.classes[0].calls, 1'002u);
+  EXPECT_NEAR(r.classes[0].split.wait_ns, 4'000, 1e-6);
+  ASSERT_EQ(r.threads_rows.size(), 1u);
+  EXPECT_NEAR(r.threads_rows[0].split.slow_ns, 1'200, 1e-6);
+  EXPECT_EQ(r.verdict.dominant, "fast");
+}
+
+TEST(CostModel, RusageEvidenceOfALatencyBinAppliesToItsOtherCalls) {
+  SyntheticThread t;
+  alone_calls(t, kMalloc, 64, 10'000, 100, 3'000);
+  // 20 sampled calls of 10,000 ticks, each 2 µs on the CPU and blocked: 80 % of that bin waits.
+  for (int i = 0; i < 20; ++i) t.events.push_back(blocked_event(kMalloc, 64, 1'000'000 + 20'000ull * i, 10'000, 2));
+  // An unsampled call of the same duration: its waiting share comes from the bin, 8,000 ticks.
+  t.events.push_back(event(kMalloc, 64, 2'000'000, 10'000));
+  Synthetic s;
+  const CostReport r = s.analyze({t});
+  EXPECT_NEAR(r.split.wait_ns, 21 * 8'000, 1e-6);
+  EXPECT_NEAR(r.split.fast_ns, 3'021 * 100, 1e-6);
+  EXPECT_NEAR(r.split.slow_ns, 21 * 1'900, 1e-6);
+  EXPECT_GE(r.model.evidence_bins, 1u);
+  EXPECT_EQ(r.model.rusage_blocked, 20u);
+}
+
+TEST(CostModel, WithoutEvidenceTheLongestCallsTakeTheThreadsVoluntarySwitches) {
+  SyntheticThread t;
+  alone_calls(t, kMalloc, 64, 10'000, 100, 1'000);
+  // 10 unsampled calls of 100 µs; the thread switched voluntarily only 5 times: half of them
+  // blocked.  A blocked call waits all but its fast part and the cost of blocking (futex wait +
+  // wake + 2 syscalls = 280 + 250 + 600 ticks in the test calibration).
+  for (int i = 0; i < 10; ++i) t.events.push_back(event(kMalloc, 64, 1'000'000 + 200'000ull * i, 100'000));
+  t.nvcsw = 5;
+  Synthetic s;
+  const CostReport r = s.analyze({t});
+  const double per_call_wait = 100'000 - 100 - (280 + 250 + 2 * 300);
+  EXPECT_NEAR(r.split.wait_ns, 10 * 0.5 * per_call_wait, 1e-6);
+  EXPECT_NEAR(r.model.fallback_blocked_calls, 5, 1e-9);
+  EXPECT_NEAR(r.model.block_threshold_ns, 280 + 250 + 600, 1e-9);
+
+  // With no voluntary switch at all, nothing waited: the long calls ran (slow).
+  t.nvcsw = 0;
+  Synthetic s2;
+  const CostReport r2 = s2.analyze({t});
+  EXPECT_DOUBLE_EQ(r2.split.wait_ns, 0);
+  EXPECT_NEAR(r2.split.slow_ns, 10 * (100'000 - 100), 1e-6);
+  EXPECT_EQ(r2.verdict.dominant, "slow");
+}
+
+// ---- the serialization index ----
+
+// Threads 1 and 2 each make 100 calls alone (uncontended cost 100 ticks), at separate times.
+std::vector<SyntheticThread> two_threads_with_baselines() {
+  std::vector<SyntheticThread> threads(2);
+  threads[0].serial = 1;
+  threads[1].serial = 2;
+  alone_calls(threads[0], kMalloc, 64, 10'000, 100, 100);
+  alone_calls(threads[1], kMalloc, 64, 40'000, 100, 100);
+  return threads;
+}
+
+TEST(CostModel, InterleavedCallsThatWaitForEachOtherHaveSerializationIndexOne) {
+  auto threads = two_threads_with_baselines();
+  // From P on, the threads alternate: each call waits 100 ticks while the other thread's call does
+  // its work, then works 100 ticks itself; two calls are always inside, one progresses.
+  const uint64_t p = 100'000;
+  const int calls = 1'000;
+  for (int i = 0; i < calls; ++i) {
+    const uint64_t start = i == 0 ? p : p + 100ull * static_cast<unsigned>(i - 1);
+    const uint32_t duration = i == 0 ? 100 : 200;
+    threads[static_cast<size_t>(i % 2)].events.push_back(event(kMalloc, 64, start, duration));
+  }
+  Synthetic s;
+  const CostReport r = s.analyze(threads);
+  ASSERT_TRUE(r.contention.serialization_index.has_value());
+  EXPECT_NEAR(*r.contention.serialization_index, 1.0, 1e-3);  // the last call's half alone: 1 + 1/2000
+  EXPECT_EQ(r.contention.si_calls, static_cast<uint64_t>(calls));
+  EXPECT_EQ(r.contention.max_inside, 2u);
+  // Calls that met the other thread took twice as long as calls made alone.
+  ASSERT_GE(r.contention.by_inside.size(), 2u);
+  EXPECT_NEAR(r.contention.by_inside[1].vs_alone.value_or(0), 2.0, 0.01);
+}
+
+TEST(CostModel, FullyOverlappedIndependentCallsHaveSerializationIndexTwo) {
+  auto threads = two_threads_with_baselines();
+  // Both threads run identical calls side by side: two inside, two progressing.
+  for (int i = 0; i < 500; ++i) {
+    const uint64_t start = 100'000 + 200ull * static_cast<unsigned>(i);
+    threads[0].events.push_back(event(kMalloc, 64, start, 100));
+    threads[1].events.push_back(event(kMalloc, 64, start, 100));
+  }
+  Synthetic s;
+  const CostReport r = s.analyze(threads);
+  ASSERT_TRUE(r.contention.serialization_index.has_value());
+  EXPECT_NEAR(*r.contention.serialization_index, 2.0, 1e-9);
+  // Busy: 20,000 ticks with one thread inside (the calls made alone), 50,000 with two.
+  EXPECT_NEAR(r.contention.occupancy.value_or(0), (20'000.0 + 2 * 50'000) / 70'000, 1e-9);
+}
+
+TEST(CostModel, WaitingBehindASleepingThreadIsNotParallelProgress) {
+  auto threads = two_threads_with_baselines();
+  // Thread 2 sleeps inside one long call while thread 1 makes calls at its uncontended speed:
+  // two threads inside, one progressing.
+  threads[1].events.push_back(event(kMalloc, 64, 100'000, 50'000));
+  alone_calls(threads[0], kMalloc, 64, 100'100, 100, 200);
+  Synthetic s;
+  const CostReport r = s.analyze(threads);
+  ASSERT_TRUE(r.contention.serialization_index.has_value());
+  EXPECT_NEAR(*r.contention.serialization_index, 1.0, 0.01);
+}
+
+TEST(CostModel, NoSerializationIndexWhenThreadsNeverMeet) {
+  const auto threads = two_threads_with_baselines();
+  Synthetic s;
+  const CostReport r = s.analyze(threads);
+  EXPECT_FALSE(r.contention.serialization_index.has_value());
+  EXPECT_EQ(r.contention.contended, 0u);
+  EXPECT_EQ(r.contention.max_inside, 1u);
+}
+
+// ---- scaling and the error bound ----
+
+// One thread: `timed` calls timed (alternating 100 and 300 ticks), 100,000 calls in all, spread
+// over 30 ms (the thread lives long enough for all of them).
+double error_with(uint64_t timed) {
+  SyntheticThread t;
+  const uint64_t spacing = 30'000'000 / timed;
+  for (uint64_t i = 0; i < timed; ++i) t.events.push_back(event(kMalloc, 64, 10'000 + spacing * i, i % 2 ? 300 : 100));
+  t.untimed[{kMalloc, bucket_of(64)}] = 100'000 - timed;
+  Synthetic s(16);
+  const CostReport r = s.analyze({t});
+  EXPECT_NEAR(r.allocator_time_ns, 100'000 * 200.0, 1e-3);  // the mean, scaled to every call
+  EXPECT_EQ(r.calls, 100'000u);
+  return r.allocator_error_ns;
+}
+
+TEST(CostModel, ErrorBoundShrinksWithMoreTimedCalls) {
+  const double few = error_with(100);
+  const double many = error_with(10'000);
+  EXPECT_GT(few, 0);
+  EXPECT_GT(many, 0);
+  EXPECT_LT(many, few / 5);  // about 1/sqrt(100) as large, less the finite-population correction
+  // Two standard errors of the mean of 100 samples of sd 100, times 100,000 calls, corrected for
+  // the finite population: 2 * 10 * 100,000 * sqrt(1 - 100 / 100,000) (sd from bin middles).
+  EXPECT_NEAR(few, 2 * 100'000 * std::sqrt(1 - 1e-3) * 10, 0.15 * few);
+}
+
+// ---- frees whose size was not taken ----
+
+TEST(CostModel, UnsizedFreesGoToTheClassesOfTimedFreesInProportion) {
+  SyntheticThread t;
+  for (int i = 0; i < 10; ++i) t.events.push_back(event(kFree, 32, 10'000 + 1'000ull * i, 50));
+  for (int i = 0; i < 20; ++i) t.events.push_back(event(kFree, 1024, 50'000 + 1'000ull * i, 80));
+  t.untimed[{kFree, kBucketUnknown}] = 300;
+  Synthetic s(16);
+  const CostReport r = s.analyze({t});
+  const ClassRow& small = class_with(r, 32);
+  const ClassRow& large = class_with(r, 1024);
+  EXPECT_EQ(small.calls, 10u + 100u);
+  EXPECT_EQ(large.calls, 20u + 200u);
+  EXPECT_NEAR(small.time_ns, 110 * 50.0, 1e-6);
+  EXPECT_NEAR(large.time_ns, 220 * 80.0, 1e-6);
+  for (const ClassRow& c : r.classes) EXPECT_TRUE(c.size_known);
+  EXPECT_EQ(r.calls, 330u);
+}
+
+TEST(CostModel, UnsizedFreesStayUnknownWithoutAnyTimedFree) {
+  SyntheticThread t;
+  alone_calls(t, kMalloc, 64, 10'000, 100, 100);
+  t.untimed[{kFree, kBucketUnknown}] = 100;
+  Synthetic s(16);
+  const CostReport r = s.analyze({t});
+  ASSERT_FALSE(r.classes.empty());
+  EXPECT_FALSE(r.classes.back().size_known);
+  EXPECT_EQ(r.classes.back().calls, 100u);
+  EXPECT_EQ(r.classes.back().label, "size not taken");
+}
+
+// ---- the JSON document ----
+
+TEST(CostModel, ReportJsonHasTheDocumentedKeys) {
+  auto threads = two_threads_with_baselines();
+  Synthetic s;
+  const test::Json doc = test::parse_json(report_json(s.analyze(threads)));
+  for (const char* key : {"schema", "allocator_time_ns", "allocator_time_error_ns", "allocator_share", "wall_ns",
+                          "thread_time_ns", "serialization_index", "wait_share", "fast_ns", "slow_ns", "wait_ns",
+                          "classes", "per_thread", "contention", "verdict", "model", "calls", "threads"}) {
+    EXPECT_TRUE(doc.has(key)) << key;
+  }
+  const auto& classes = doc["classes"].array();
+  ASSERT_FALSE(classes.empty());
+  for (const char* key : {"lo", "hi", "label", "calls", "bytes", "time_ns", "wait_ns", "fast_ns", "slow_ns",
+                          "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "share", "time_error_ns"}) {
+    EXPECT_TRUE(classes[0].has(key)) << key;
+  }
+  EXPECT_TRUE(doc["serialization_index"].is_null());
+  EXPECT_EQ(doc["verdict"]["dominant"].string(), "fast");
+}
+
+// ---- building blocks ----
+
+TEST(FineHistogram, ExactBelow1024AndFineAbove) {
+  FineHistogram h;
+  for (uint64_t v = 1; v <= 100; ++v) h.add(v);
+  EXPECT_EQ(h.quantile(0.5), 50u);
+  EXPECT_EQ(h.quantile(1.0), 100u);
+  EXPECT_DOUBLE_EQ(h.trimmed_mean(1.0), 50.5);
+  EXPECT_DOUBLE_EQ(h.trimmed_mean(0.5), 25.5);
+  EXPECT_DOUBLE_EQ(h.trimmed_mean(0.5, 10), 820.0 / 50);  // max(0, v - 10) over 1..50
+  for (uint64_t v : {1'000ull, 5'000ull, 1'000'000ull, 123'456'789ull}) {
+    const unsigned i = FineHistogram::index_of(v);
+    EXPECT_LE(FineHistogram::lo_of(i), v);
+    EXPECT_GE(FineHistogram::hi_of(i), v);
+    EXPECT_LE(static_cast<double>(FineHistogram::hi_of(i) - FineHistogram::lo_of(i)), static_cast<double>(v) / 32);
+  }
+  EXPECT_EQ(FineHistogram::hi_of(FineHistogram::index_of(~uint64_t{0})), ~uint64_t{0});
+}
+
+TEST(WindowSweep, CountsOtherThreadsInsideAndLateEvents) {
+  SweepConfig config;
+  config.window_shift = 10;
+  config.window_len = 1024;
+  config.trim = 0;
+  config.horizon = 4096;
+  std::vector<SweepItem> seen;
+  WindowSweep sweep(config, [&](std::span<const SweepItem> items, const WindowInfo&) {
+    seen.insert(seen.end(), items.begin(), items.end());
+  });
+  sweep.add(1, std::vector<format::Event>{event(kMalloc, 8, 100, 50), event(kMalloc, 8, 300, 10)});
+  sweep.add(2, std::vector<format::Event>{event(kMalloc, 8, 120, 10), event(kMalloc, 8, 200, 10)});
+  sweep.add(1, std::vector<format::Event>{event(kMalloc, 8, 10'000, 10)});  // settles window 0
+  sweep.add(2, std::vector<format::Event>{event(kMalloc, 8, 500, 10)});     // late
+  sweep.finish();
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen[0].event.start_tick, 100u);
+  EXPECT_EQ(seen[0].inside, 0);
+  EXPECT_EQ(seen[0].contended_ticks, 10u);  // thread 2's call ran from 120 to 130 inside it
+  EXPECT_EQ(seen[1].event.start_tick, 120u);
+  EXPECT_EQ(seen[1].inside, 1);
+  EXPECT_EQ(seen[1].contended_ticks, 10u);
+  EXPECT_EQ(seen[2].contended_ticks, 0u);
+  EXPECT_EQ(seen[2].inside, 0);
+  EXPECT_EQ(seen[4].event.start_tick, 500u);
+  EXPECT_EQ(seen[4].inside, kUnknownInside);
+  EXPECT_EQ(sweep.totals().late_events, 1u);
+  EXPECT_EQ(sweep.totals().ticks_at[2], 10u);
+  EXPECT_EQ(sweep.totals().busy_ticks(), 50u + 10u + 10u + 10u);
+}
+
+}  // namespace
+}  // namespace allocscope
