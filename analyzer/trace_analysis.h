@@ -1,0 +1,53 @@
+// trace_analysis.h — one pass over a profile's calls that feeds shapes, call sites and exports.
+//
+// analyze_trace() merges a trace-mode profile's calls (trace_decode.h) through a LifetimeTracker
+// (lifetimes.h), a ConcurrencyTracker (concurrency.h) and any extra visitors, in one read of the
+// TraceEvents chunks.  load_stack_costs() gives the cost per (stack, operation, class) of any
+// profile: from that pass for a trace, else from the sampled timed-call Events that carry a stack
+// id (only those calls: stack_every and stack_slow_ticks of the Calibration say which).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <span>
+
+#include "class_tables.h"
+#include "concurrency.h"
+#include "lifetimes.h"
+#include "profile.h"
+#include "trace_decode.h"
+
+namespace allocscope {
+
+struct TraceOptions {
+  unsigned timeline_slots = 100;  // live bytes and threads inside, over the run
+};
+
+struct TraceAnalysis {
+  const ClassTable* table = nullptr;
+  uint64_t t0 = 0, t1 = 0;  // ticks covered by the timeline (first record to the last record's start)
+  TraceMergeStats merge;
+  LifetimeResults lifetimes;
+  ConcurrencyResults concurrency;
+};
+
+// The allocator's class table (class_tables.h), or the bucket table for an unknown allocator.
+const ClassTable& class_table_of(const Profile& profile);
+
+// Runs the pass over a loaded profile (no calls when it holds no trace).  Throws ProfileError.
+TraceAnalysis analyze_trace(const Profile& profile, const TraceOptions& options = {},
+                            std::span<TraceVisitor* const> extra = {});
+
+struct StackCostSource {
+  Profile profile;
+  const ClassTable* table = nullptr;
+  StackCosts costs;
+  bool trace = false;
+  uint64_t calls = 0;  // calls the costs were taken from (all of a trace, or the timed events)
+};
+
+// Loads `path` and the costs per stack.  `extra` visit a trace's calls; `on_events` sees the
+// Events of a sampled profile while it loads.
+StackCostSource load_stack_costs(const std::filesystem::path& path, std::span<TraceVisitor* const> extra = {},
+                                 const EventSink& on_events = {});
+
+}  // namespace allocscope
