@@ -7,6 +7,7 @@
 
 #include "allocscope/buckets.h"
 #include "allocscope/ops.h"
+#include "allocscope/trace_codec.h"
 #include "format_names.h"
 #include "profile_error.h"
 #include "stats.h"
@@ -52,6 +53,14 @@ class PayloadCursor {
     std::vector<T> out(count);
     if (count > 0) std::memcpy(out.data(), bytes_.data() + pos_, count * sizeof(T));
     pos_ += count * sizeof(T);
+    return out;
+  }
+
+  // The next `length` bytes, unparsed.
+  std::span<const unsigned char> take_bytes(uint64_t length, std::string_view what) {
+    need(length, what);
+    const auto out = bytes_.subspan(pos_, length);
+    pos_ += length;
     return out;
   }
 
@@ -197,6 +206,129 @@ format::ProcessEnd decode_process_end(PayloadCursor& in) {
 
 NoteRecord decode_note(PayloadCursor& in) { return NoteRecord{in.take_string(in.remaining(), "note")}; }
 
+// Why trace record `index` at `p` does not decode: walks its fields as trace::decode does.
+std::string explain_bad_trace_record(const unsigned char* p, const unsigned char* end, uint32_t index,
+                                     const unsigned char*& where) {
+  where = p;
+  if (p >= end) return fmt::format("trace record {}: the encoded bytes end before it", index);
+  const unsigned char head = *p++;
+  if (head & 0xc0) return fmt::format("trace record {}: reserved bits set in {:#04x}", index, head);
+  const unsigned op = head & format::kTraceOpMask;
+  if (op >= kOps) return fmt::format("trace record {}: unknown operation {}", index, op);
+  const char* fields[6] = {"start tick", "duration", "address", "size", "old address", "stack id"};
+  bool present[6] = {true, true, true, trace::has_size(op), trace::has_old_addr(op),
+                     (head & format::kTraceStack) != 0};
+  for (int f = 0; f < 6; ++f) {
+    if (!present[f]) continue;
+    where = p;
+    uint64_t v;
+    if (!trace::get_varint(p, end, v)) {
+      const bool cut = [&] {
+        for (const unsigned char* q = where; q < end && q < where + trace::kMaxVarint; ++q) {
+          if (!(*q & 0x80)) return false;
+        }
+        return end - where < static_cast<ptrdiff_t>(trace::kMaxVarint);
+      }();
+      return fmt::format("trace record {} ({}): {} varint {}", index, op_name(op), fields[f],
+                         cut ? "runs past the end of the chunk" : "is longer than 64 bits");
+    }
+    if (f == 5 && (v == 0 || v > 0xffffffffu)) {
+      return fmt::format("trace record {} ({}): stack id {} out of range", index, op_name(op), v);
+    }
+  }
+  where = p;
+  return fmt::format("trace record {}: malformed", index);
+}
+
+TraceEventsRecord decode_trace_events(PayloadCursor& in) {
+  TraceEventsRecord rec;
+  const uint64_t at = in.offset();
+  rec.header = in.take<format::TraceHeader>("TraceHeader");
+  const auto& h = rec.header;
+  if (h.bytes != in.remaining()) {
+    in.fail_at(at, fmt::format("TraceEvents: header says {} encoded bytes but {} follow", h.bytes,
+                               in.remaining()));
+  }
+  // A record takes at least 4 bytes (op, start, duration, address): reject impossible counts.
+  if (h.count > in.remaining() / 4) {
+    in.fail_at(at, fmt::format("TraceEvents: {} records cannot fit in {} bytes", h.count, in.remaining()));
+  }
+  rec.bytes_offset = in.offset();
+  const auto bytes = in.take_bytes(h.bytes, "trace records");
+  const unsigned char* const begin = bytes.data();
+  const unsigned char* const end = begin + bytes.size();
+  const unsigned char* p = begin;
+  trace::Cursor cursor{h.base_tick, h.base_addr};
+  trace::Record r;
+  for (uint32_t i = 0; i < h.count; ++i) {
+    const unsigned char* const record_at = p;
+    const uint64_t previous_tick = cursor.tick;
+    if (!trace::decode(p, end, cursor, r)) {
+      const unsigned char* where = record_at;
+      std::string why = explain_bad_trace_record(record_at, end, i, where);
+      in.fail_at(rec.bytes_offset + static_cast<uint64_t>(where - begin), std::move(why));
+    }
+    if (r.start_tick < previous_tick || r.start_tick + r.duration < r.start_tick) {
+      in.fail_at(rec.bytes_offset + static_cast<uint64_t>(record_at - begin),
+                 fmt::format("trace record {}: start tick or duration overflows 64 bits", i));
+    }
+    if (i == 0) rec.first_tick = r.start_tick;
+  }
+  if (p != end) {
+    in.fail_at(rec.bytes_offset + static_cast<uint64_t>(p - begin),
+               fmt::format("TraceEvents: {} bytes after the last of {} records", end - p, h.count));
+  }
+  rec.last_tick = cursor.tick;
+  if (h.count == 0) rec.first_tick = h.base_tick;
+  rec.bytes.assign(begin, end);
+  return rec;
+}
+
+StacksRecord decode_stacks(PayloadCursor& in) {
+  StacksRecord rec;
+  const uint64_t at = in.offset();
+  rec.header = in.take<format::StacksHeader>("StacksHeader");
+  if (rec.header.count > in.remaining() / sizeof(format::StackRecord)) {
+    in.fail_at(at, fmt::format("Stacks: {} stacks cannot fit in the {} bytes that follow",
+                               rec.header.count, in.remaining()));
+  }
+  rec.stacks.reserve(rec.header.count);
+  for (uint32_t i = 0; i < rec.header.count; ++i) {
+    const uint64_t stack_at = in.offset();
+    StackEntry entry;
+    entry.record = in.take<format::StackRecord>("StackRecord");
+    if (entry.record.stack_id == 0) in.fail_at(stack_at, fmt::format("stack {}: id 0 is reserved", i));
+    entry.frames = in.take_array<uint64_t>(entry.record.depth, fmt::format("stack {} frames", i));
+    rec.stacks.push_back(std::move(entry));
+  }
+  in.expect_end("Stacks");
+  return rec;
+}
+
+ModulesRecord decode_modules(PayloadCursor& in) {
+  ModulesRecord rec;
+  const uint64_t at = in.offset();
+  const auto header = in.take<format::ModulesHeader>("ModulesHeader");
+  if (header.count > in.remaining() / sizeof(format::ModuleRecord)) {
+    in.fail_at(at, fmt::format("Modules: {} modules cannot fit in the {} bytes that follow", header.count,
+                               in.remaining()));
+  }
+  rec.modules.reserve(header.count);
+  for (uint32_t i = 0; i < header.count; ++i) {
+    const uint64_t module_at = in.offset();
+    ModuleEntry entry;
+    entry.record = in.take<format::ModuleRecord>("ModuleRecord");
+    if (entry.record.end < entry.record.start) {
+      in.fail_at(module_at, fmt::format("module {}: end {:#x} below start {:#x}", i, entry.record.end,
+                                        entry.record.start));
+    }
+    entry.path = in.take_string(entry.record.path_len, fmt::format("module {} path", i));
+    rec.modules.push_back(std::move(entry));
+  }
+  in.expect_end("Modules");
+  return rec;
+}
+
 }  // namespace
 
 ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, const std::string& file,
@@ -209,6 +341,9 @@ ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, co
     case ChunkType::Events: return decode_events(in);
     case ChunkType::ProcessEnd: return decode_process_end(in);
     case ChunkType::Note: return decode_note(in);
+    case ChunkType::TraceEvents: return decode_trace_events(in);
+    case ChunkType::Stacks: return decode_stacks(in);
+    case ChunkType::Modules: return decode_modules(in);
   }
   in.fail(fmt::format("cannot decode chunk {}", chunk_type_name(type)));
 }

@@ -16,7 +16,10 @@
 //              "p90_ns","p99_ns","p999_ns","latency_bins":[{"bin","lo_ns","hi_ns","count"}]}},
 //  "buckets": [{"bucket","size_known","lo","hi","calls","bytes","failed","ops":{op:{"calls","bytes"}}}],
 //  "events": {"count","written","dropped","by_thread":[{"serial","count"}]},
-//  "snapshots": {"incomplete","stale"}, "skipped_chunks", "notes": []}
+//  "snapshots": {"incomplete","stale"}, "skipped_chunks", "notes": [],
+//  "trace": {"records","chunks","by_thread":[{"serial","records","chunks"}]},
+//  "stacks": {"distinct","ids"}, "modules": [{"path","load_bias","start","end"}]}
+// The calibration also says "trace" and "stacks" (mode_flags), "stack_every", "stack_slow_ticks".
 //
 // Absent values are null.  Only operations with calls > 0 appear in "totals" and "ops" maps.
 // "buckets" lists the non-empty size buckets in size order, then (bucket 255, size_known false,
@@ -103,6 +106,8 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   write_probe(w, p, "rusage", c.rusage_ticks);
   write_probe(w, p, "thread_cputime", c.thread_cputime_ticks);
   write_probe(w, p, "minor_fault", c.minor_fault_ticks);
+  w.field("trace", (c.mode_flags & format::kModeTrace) != 0).field("stacks", (c.mode_flags & format::kModeStacks) != 0);
+  w.field("stack_every", c.stack_every).field("stack_slow_ticks", c.stack_slow_ticks);
   w.end_object();
 }
 
@@ -245,6 +250,26 @@ std::string dump_json(const Profile& p) {
   w.field("skipped_chunks", p.skipped_chunks);
   w.key("notes").begin_array();
   for (const auto& note : p.notes) w.value(note);
+  w.end_array();
+  w.key("trace").begin_object();
+  uint64_t chunks = 0;
+  for (const auto& [serial, refs] : p.trace_chunks) chunks += refs.size();
+  w.field("records", p.trace_records_read).field("chunks", chunks);
+  w.key("by_thread").begin_array();
+  for (const auto& [serial, refs] : p.trace_chunks) {
+    uint64_t records = 0;
+    for (const auto& ref : refs) records += ref.count;
+    w.begin_object().field("serial", serial).field("records", records).field("chunks", refs.size()).end_object();
+  }
+  w.end_array();
+  w.end_object();
+  w.key("stacks").begin_object();
+  w.field("distinct", p.stacks.stacks().size()).field("ids", p.stacks.ids()).end_object();
+  w.key("modules").begin_array();
+  for (const auto& m : p.modules.modules()) {
+    w.begin_object().field("path", m.path).field("load_bias", m.load_bias);
+    w.field("start", m.start).field("end", m.end).end_object();
+  }
   w.end_array();
   w.end_object();
   out += '\n';

@@ -236,6 +236,27 @@ std::string events_section(const Profile& p) {
   return section("Events", fields.render());
 }
 
+// Trace mode and call stacks: only when the profile has them.
+std::string trace_section(const Profile& p) {
+  if (p.trace_chunks.empty() && p.stacks.empty() && p.modules.empty()) return "";
+  FieldList fields;
+  uint64_t chunks = 0;
+  for (const auto& [serial, refs] : p.trace_chunks) chunks += refs.size();
+  fields.add("trace records", fmt::format("{} in {} chunks", group_digits(p.trace_records_read), group_digits(chunks)));
+  for (const auto& [serial, refs] : p.trace_chunks) {
+    uint64_t records = 0;
+    for (const auto& ref : refs) records += ref.count;
+    fields.add(fmt::format("  thread {}", serial), group_digits(records));
+  }
+  fields.add("stacks", fmt::format("{} distinct ({} ids)", group_digits(p.stacks.stacks().size()),
+                                   group_digits(p.stacks.ids())));
+  fields.add("modules", group_digits(p.modules.modules().size()));
+  for (const auto& m : p.modules.modules()) {
+    fields.add("", fmt::format("{:#x}-{:#x}  {}", m.start, m.end, m.path.empty() ? "(unnamed)" : printable(m.path)));
+  }
+  return section("Trace and stacks", fields.render());
+}
+
 std::string notes_section(const Profile& p) {
   std::string body;
   for (const auto& note : p.notes) body += fmt::format("  {}\n", printable(note));
@@ -248,7 +269,7 @@ std::string dump_text(const Profile& p) {
   const OpTable totals = p.totals_by_op();
   return file_section(p) + process_section(p) + calibration_section(p) + threads_section(p) +
          totals_section(p, totals) + latency_section(p, totals) + buckets_section(p) + events_section(p) +
-         notes_section(p);
+         trace_section(p) + notes_section(p);
 }
 
 }  // namespace allocscope

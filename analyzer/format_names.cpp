@@ -14,13 +14,16 @@ std::string chunk_type_name(uint16_t type) {
     case ChunkType::Events: return "Events";
     case ChunkType::ProcessEnd: return "ProcessEnd";
     case ChunkType::Note: return "Note";
+    case ChunkType::TraceEvents: return "TraceEvents";
+    case ChunkType::Stacks: return "Stacks";
+    case ChunkType::Modules: return "Modules";
   }
   return fmt::format("type {}", type);
 }
 
 bool is_known_chunk_type(uint16_t type) {
   return type >= static_cast<uint16_t>(ChunkType::Process) &&
-         type <= static_cast<uint16_t>(ChunkType::Note);
+         type <= static_cast<uint16_t>(ChunkType::Modules);
 }
 
 std::string libc_name(uint8_t libc) {

@@ -7,8 +7,13 @@
 #include <vector>
 
 #include "cli.h"
+#include "callsites.h"
 #include "dump.h"
+#include "export.h"
 #include "record.h"
+#include "shapes.h"
+#include "diff.h"
+#include "report.h"
 
 namespace allocscope {
 namespace {
@@ -16,6 +21,11 @@ namespace {
 constexpr std::array kSubcommands = {
     Subcommand{"record", "run a program with the shim preloaded and write its profile", record_command},
     Subcommand{"dump", "print everything a profile holds, as text or JSON", dump_command},
+    Subcommand{"shapes", "lifetimes, cross-thread frees, leaks, live bytes of a trace", shapes_command},
+    Subcommand{"callsites", "the costliest call sites per size class", callsites_command},
+    Subcommand{"export", "write folded stacks, pprof or Chrome trace JSON", export_command},
+    Subcommand{"report", "where the allocator's time goes: cost model, contention, verdict", report_command},
+    Subcommand{"diff", "how much of the gap between two runs the allocator explains, and where", diff_command},
 };
 
 std::string usage() {
@@ -24,7 +34,7 @@ std::string usage() {
       "       allocscope --help | --version\n"
       "\n"
       "Commands:\n";
-  for (const auto& command : kSubcommands) text += fmt::format("  {:<8}  {}\n", command.name, command.summary);
+  for (const auto& command : kSubcommands) text += fmt::format("  {:<9}  {}\n", command.name, command.summary);
   text += "\n'allocscope COMMAND --help' describes a command.\n";
   return text;
 }

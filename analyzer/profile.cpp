@@ -29,6 +29,10 @@ uint64_t Profile::events_dropped() const {
   return dropped;
 }
 
+bool Profile::trace_mode() const {
+  return (mode_flags() & format::kModeTrace) != 0 || !trace_chunks.empty();
+}
+
 uint64_t Profile::threads_seen() const { return end ? end->threads_seen : threads.size(); }
 
 OpTable Profile::totals_by_op() const {
@@ -118,6 +122,22 @@ class ProfileBuilder {
     profile_.events_read += events.events.size();
     profile_.events_by_thread[events.header.thread_serial] += events.events.size();
     if (options_.on_events) options_.on_events(events.header, events.events);
+  }
+
+  void apply(const TraceEventsRecord& trace) {
+    const auto& h = trace.header;
+    profile_.trace_chunks[h.thread_serial].push_back(
+        TraceChunkRef{offset_, h.first_index, h.count, trace.first_tick, trace.last_tick});
+    profile_.trace_records_read += h.count;
+    if (options_.on_trace) options_.on_trace(trace);
+  }
+
+  void apply(const StacksRecord& stacks) {
+    for (const StackEntry& entry : stacks.stacks) profile_.stacks.add(stacks.header.thread_serial, entry);
+  }
+
+  void apply(const ModulesRecord& modules) {
+    for (const ModuleEntry& entry : modules.modules) profile_.modules.add(entry);
   }
 
   Profile& profile_;

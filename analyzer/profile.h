@@ -2,7 +2,10 @@
 //
 // load_profile() reads a file with ProfileReader and keeps what is small: process information,
 // calibration, ProcessEnd, notes, and the winning snapshot of each thread (snapshot_assembler.h).
-// Events are not kept: they stream through LoadOptions::on_events and are only counted.
+// Events are not kept: they stream through LoadOptions::on_events and are only counted.  Trace
+// records (trace mode) are not kept either: they stream through LoadOptions::on_trace, and the
+// profile keeps where each TraceEvents chunk is (trace_chunks), so that trace_decode.h can read
+// the threads' records again merged in time order.  Stacks and modules are kept (stack_table.h).
 //
 // Derived views (totals_by_op, totals_by_bucket, ThreadProfile::totals_by_op) are all sums of the
 // same per-thread cells, so they agree: bucket totals and per-thread totals add up to the
@@ -20,11 +23,21 @@
 #include "allocscope/format.h"
 #include "chunk_records.h"
 #include "profile_reader.h"
+#include "stack_table.h"
 #include "stats.h"
 #include "thread_profile.h"
 #include "tick_clock.h"
 
 namespace allocscope {
+
+// Where one TraceEvents chunk is, and what it covers.
+struct TraceChunkRef {
+  uint64_t offset = 0;       // file offset of the chunk header
+  uint64_t first_index = 0;  // TraceHeader::first_index
+  uint32_t count = 0;        // records
+  uint64_t first_tick = 0;   // start tick of its first record
+  uint64_t last_tick = 0;    // start tick of its last record
+};
 
 struct Profile {
   std::string file;
@@ -44,10 +57,19 @@ struct Profile {
   uint64_t stale_snapshots = 0;       // snapshots ignored because a later one was already complete
   uint64_t skipped_chunks = 0;        // chunks of types this analyzer does not know
 
+  // Trace mode: every TraceEvents chunk per thread_serial, in file order.
+  std::map<uint32_t, std::vector<TraceChunkRef>> trace_chunks;
+  uint64_t trace_records_read = 0;
+  StackTable stacks;   // Stacks chunks
+  ModuleMap modules;   // Modules chunks
+
   TickClock clock;  // ticks -> ns for this profile
 
   bool truncated() const { return truncated_at.has_value(); }
   bool complete() const { return end.has_value(); }
+  // The shim ran in trace mode (Calibration::mode_flags), or the file holds trace records.
+  bool trace_mode() const;
+  uint64_t mode_flags() const { return calibration ? calibration->mode_flags : 0; }
   uint64_t ticks_to_ns(uint64_t ticks) const { return clock.to_ns(ticks); }
 
   // ProcessEnd's end_mono_ns, else the latest snapshot's mono_ns, minus the process start.
@@ -65,9 +87,12 @@ struct Profile {
 
 // Receives each Events chunk's header and events, in file order.
 using EventSink = std::function<void(const format::EventsHeader&, std::span<const format::Event>)>;
+// Receives each TraceEvents chunk, in file order (decode it with trace_decode.h TraceCursor).
+using TraceSink = std::function<void(const TraceEventsRecord&)>;
 
 struct LoadOptions {
   EventSink on_events;                // optional
+  TraceSink on_trace;                 // optional
   WarningSink warn = warn_to_stderr;  // a file cut short warns once
 };
 

@@ -94,6 +94,14 @@ void ProfileReader::stop_truncated(uint64_t at, std::string_view why) {
   }
 }
 
+void ProfileReader::seek(uint64_t offset) {
+  if (fseeko(stream_.get(), static_cast<off_t>(offset), SEEK_SET) != 0) {
+    fail(offset, fmt::format("cannot seek: {}", std::strerror(errno)));
+  }
+  offset_ = offset;
+  at_end_ = false;
+}
+
 bool ProfileReader::next(Chunk& chunk) {
   while (!at_end_) {
     const uint64_t at = offset_;

@@ -44,6 +44,10 @@ class ProfileReader {
   // incomplete final chunk (then truncated_at() is set).  Throws ProfileError on damage.
   bool next(Chunk& chunk);
 
+  // Continues reading at `offset`, the offset of a chunk header that an earlier pass found (used to
+  // revisit chunks, e.g. trace_decode.h).  Clears the end of data; truncated_at() stays as it was.
+  void seek(uint64_t offset);
+
   bool truncated() const { return truncated_at_.has_value(); }
   std::optional<uint64_t> truncated_at() const { return truncated_at_; }
   uint64_t skipped_chunks() const { return skipped_chunks_; }  // unknown types, checksum verified

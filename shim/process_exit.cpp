@@ -53,14 +53,14 @@ void allocscope_image_ending(void) { shutdown_process(format::ExitKind::Exec); }
 
 void allocscope_exec_failed(void) { resume_after_failed_exec(); }
 
-[[noreturn]] void allocscope__exit(int status) {
+void allocscope__exit(int status) {  // noreturn: allocscope_core.h
   shutdown_process(format::ExitKind::UnderscoreExit);
   auto real = next_symbol<void (*)(int)>("_exit");
   if (real) real(status);
   exit_group(status);
 }
 
-[[noreturn]] void allocscope__Exit(int status) {
+void allocscope__Exit(int status) {  // noreturn: allocscope_core.h
   shutdown_process(format::ExitKind::UnderscoreExit);
   auto real = next_symbol<void (*)(int)>("_Exit");
   if (real) real(status);

@@ -316,7 +316,7 @@ int initialise() {
 }  // namespace
 
 bool process_active() {
-  if (!g_ps) {
+  if (!__atomic_load_n(&g_ps, __ATOMIC_ACQUIRE)) {
     void* mem = sys::mmap(nullptr, sizeof(ProcessState), PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (!mem) return false;

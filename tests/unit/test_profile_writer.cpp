@@ -88,6 +88,76 @@ uint64_t TestProfileWriter::note(std::string_view text) {
   return chunk(static_cast<uint16_t>(format::ChunkType::Note), text);
 }
 
+std::string encode_trace(const std::vector<trace::Record>& records, uint64_t base_tick, uint64_t base_addr) {
+  std::string out;
+  trace::Cursor cursor{base_tick, base_addr};
+  unsigned char buf[trace::kMaxRecordBytes];
+  for (const auto& r : records) {
+    const unsigned char* end = trace::encode(buf, cursor, r);
+    out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(end - buf));
+  }
+  return out;
+}
+
+trace::Record make_record(unsigned op, uint64_t start, uint64_t duration, uint64_t addr, uint64_t size,
+                          uint64_t old_addr, uint32_t stack_id, bool failed) {
+  trace::Record r;
+  r.op = static_cast<uint8_t>(op);
+  r.start_tick = start;
+  r.duration = duration;
+  r.addr = addr;
+  r.size = size;
+  r.old_addr = old_addr;
+  r.stack_id = stack_id;
+  r.failed = failed;
+  return r;
+}
+
+uint64_t TestProfileWriter::trace(uint32_t thread_serial, uint64_t first_index, const std::vector<trace::Record>& records,
+                                  uint64_t base_tick, uint64_t base_addr) {
+  const std::string body = encode_trace(records, base_tick, base_addr);
+  format::TraceHeader h{};
+  h.thread_serial = thread_serial;
+  h.count = static_cast<uint32_t>(records.size());
+  h.first_index = first_index;
+  h.base_tick = base_tick;
+  h.base_addr = base_addr;
+  h.bytes = static_cast<uint32_t>(body.size());
+  std::string payload(as_bytes(h));
+  payload += body;
+  return chunk(static_cast<uint16_t>(format::ChunkType::TraceEvents), payload);
+}
+
+uint64_t TestProfileWriter::stacks(uint32_t thread_serial, const std::vector<TestStack>& stacks) {
+  format::StacksHeader h{thread_serial, static_cast<uint32_t>(stacks.size())};
+  std::string payload(as_bytes(h));
+  for (const TestStack& s : stacks) {
+    format::StackRecord r{};
+    r.stack_id = s.id;
+    r.depth = static_cast<uint16_t>(s.frames.size());
+    r.flags = s.flags;
+    r.hash = XXH3_64bits(s.frames.data(), s.frames.size() * sizeof(uint64_t));
+    payload.append(as_bytes(r));
+    for (uint64_t f : s.frames) payload.append(as_bytes(f));
+  }
+  return chunk(static_cast<uint16_t>(format::ChunkType::Stacks), payload);
+}
+
+uint64_t TestProfileWriter::modules(const std::vector<TestModule>& modules) {
+  format::ModulesHeader h{static_cast<uint32_t>(modules.size()), 0};
+  std::string payload(as_bytes(h));
+  for (const TestModule& m : modules) {
+    format::ModuleRecord r{};
+    r.load_bias = m.load_bias;
+    r.start = m.start;
+    r.end = m.end;
+    r.path_len = static_cast<uint32_t>(m.path.size());
+    payload.append(as_bytes(r));
+    payload += m.path;
+  }
+  return chunk(static_cast<uint16_t>(format::ChunkType::Modules), payload);
+}
+
 void TestProfileWriter::save(const std::filesystem::path& path) const {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes_.data(), static_cast<std::streamsize>(bytes_.size()));

@@ -12,8 +12,21 @@
 #include <vector>
 
 #include "allocscope/format.h"
+#include "allocscope/trace_codec.h"
 
 namespace allocscope::test {
+
+// A stack for stacks(): id, return addresses (innermost first), flags.
+struct TestStack {
+  uint32_t id = 0;
+  std::vector<uint64_t> frames;
+  uint16_t flags = format::kStackFramePointers;
+};
+
+struct TestModule {
+  uint64_t load_bias = 0, start = 0, end = 0;
+  std::string path;
+};
 
 struct Row {
   format::StatsRow row{};
@@ -31,6 +44,11 @@ class TestProfileWriter {
   uint64_t events(uint32_t thread_serial, uint64_t first_index, const std::vector<format::Event>& events);
   uint64_t process_end(const format::ProcessEnd& end);
   uint64_t note(std::string_view text);
+  // A TraceEvents chunk encoded with trace_codec.h from base_tick/base_addr.
+  uint64_t trace(uint32_t thread_serial, uint64_t first_index, const std::vector<trace::Record>& records,
+                 uint64_t base_tick = 0, uint64_t base_addr = 0);
+  uint64_t stacks(uint32_t thread_serial, const std::vector<TestStack>& stacks);
+  uint64_t modules(const std::vector<TestModule>& modules);
 
   uint64_t chunk(uint16_t type, std::string_view payload);  // correct header and checksum
   uint64_t raw_chunk(const format::ChunkHeader& header, std::string_view payload);
@@ -58,5 +76,10 @@ format::ThreadStatsHeader make_stats_header(uint32_t serial, uint32_t seq, uint1
 Row make_row(unsigned op, unsigned bucket, uint64_t calls, uint64_t bytes,
              std::vector<format::LatencyBin> bins = {});
 format::Event make_event(unsigned op, uint64_t size, uint64_t start_tick, uint32_t duration_ticks);
+// The encoded bytes of trace records (what follows a TraceHeader).
+std::string encode_trace(const std::vector<trace::Record>& records, uint64_t base_tick = 0, uint64_t base_addr = 0);
+// A trace record; failed calls have addr 0.
+trace::Record make_record(unsigned op, uint64_t start, uint64_t duration, uint64_t addr, uint64_t size = 0,
+                          uint64_t old_addr = 0, uint32_t stack_id = 0, bool failed = false);
 
 }  // namespace allocscope::test
