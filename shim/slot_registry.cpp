@@ -303,6 +303,12 @@ void flush_all_slots(format::ThreadState state) {
   for (uint32_t i = 0; i < n; i++) {
     Slot* s = g_slots[i].load(std::memory_order_acquire);
     if (!s) continue;
+    if (state == format::ThreadState::ProcessExit) {
+      // A thread may be writing its own last snapshot (its exit destructor) as the process ends:
+      // let it finish, or exit_group would cut it off and its counts would be lost.  Bounded.
+      for (int spins = 0; spins < 20000 && s->h.flushing.load(std::memory_order_acquire); spins++)
+        sys::sched_yield();
+    }
     const uint32_t st = s->h.state.load(std::memory_order_acquire);
     if (st != kSlotOwned && st != kSlotExited) continue;
     if (count_calls(s) == s->h.calls_at_flush && s->h.ring.size() == 0 && !trace_pending(s) &&
