@@ -29,20 +29,6 @@ class FieldList {
   TextTable table_;
 };
 
-// Text from the profiled program, made safe for a terminal: control characters are escaped.
-std::string printable(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      out += fmt::format("\\x{:02x}", byte);
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string format_realtime(uint64_t realtime_ns) {
   if (realtime_ns == 0) return "-";
   const std::time_t seconds = static_cast<std::time_t>(realtime_ns / 1'000'000'000);

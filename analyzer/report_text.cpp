@@ -16,19 +16,6 @@ namespace {
 using Align = TextTable::Align;
 constexpr size_t kWidth = 100;
 
-std::string printable(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      out += fmt::format("\\x{:02x}", byte);
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string dur(double ns) { return format_duration_ns(std::max(0.0, ns)); }
 
 // A duration in a table cell: three significant digits, so that columns stay narrow.

@@ -56,4 +56,17 @@ std::string format_size_bucket(unsigned bucket) {
   return fmt::format("[{}, {})", format_bytes(lo), format_bytes(hi + 1));
 }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace allocscope
