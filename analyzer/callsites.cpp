@@ -87,16 +87,8 @@ CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions
   r.calls = src.calls;
   r.stacks = profile.stacks.stacks().size();
 
-  SymbolizeOptions so;
-  if (profile.process) so.exe = profile.process->exe;
-  so.source_lines = options.source_lines;
-  Symbolizer symbolizer(profile.modules, so);
-  std::vector<uint64_t> addresses;
-  for (const Stack& s : profile.stacks.stacks()) addresses.insert(addresses.end(), s.frames.begin(), s.frames.end());
-  std::sort(addresses.begin(), addresses.end());
-  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
-  symbolizer.prepare(addresses);
-  FrameFilter filter(profile, symbolizer);
+  const auto symbolizer = stack_symbolizer(profile, options.source_lines);
+  FrameFilter filter(profile, *symbolizer);
 
   struct Site {
     std::string name, location, module;
@@ -113,7 +105,7 @@ CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions
       sites.try_emplace("[allocator]", Site{"[allocator]", "", "", {"[allocator]"}});
       continue;
     }
-    const FrameInfo& f = symbolizer.frame(stack.frames[*at]);
+    const FrameInfo& f = symbolizer->frame(stack.frames[*at]);
     Site site;
     site.name = innermost(f);
     site.location = f.location();
@@ -122,7 +114,7 @@ CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions
     if (site.chain.empty()) site.chain.push_back(f.name());
     site.inlined = static_cast<uint32_t>(site.chain.size() - 1);
     for (size_t up = *at + 1; up < stack.frames.size() && up <= *at + 2; ++up) {
-      site.chain.push_back(symbolizer.frame(stack.frames[up]).name());
+      site.chain.push_back(symbolizer->frame(stack.frames[up]).name());
     }
     const std::string key = fmt::format("{}\x1f{}\x1f{}", site.name, site.location, site.module);
     site_of_stack[i] = key;
@@ -310,6 +302,19 @@ int callsites_command(CommandArgs args) {
   const CallSiteReport report = analyze_callsites(file, options);
   fmt::print("{}", json ? callsites_json(report) : callsites_text(report));
   return 0;
+}
+
+std::unique_ptr<Symbolizer> stack_symbolizer(const Profile& profile, bool source_lines) {
+  SymbolizeOptions so;
+  if (profile.process) so.exe = profile.process->exe;
+  so.source_lines = source_lines;
+  auto symbolizer = std::make_unique<Symbolizer>(profile.modules, so);
+  std::vector<uint64_t> addresses;
+  for (const Stack& s : profile.stacks.stacks()) addresses.insert(addresses.end(), s.frames.begin(), s.frames.end());
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  symbolizer->prepare(addresses);
+  return symbolizer;
 }
 
 }  // namespace allocscope

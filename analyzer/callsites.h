@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,10 @@ class FrameFilter {
   Symbolizer& symbolizer_;
   std::vector<bool> shim_module_, allocator_module_;
 };
+
+// A symbolizer for `profile`'s addresses (its executable names an unnamed main module), with every
+// frame of every stack already resolved in one batch.
+std::unique_ptr<Symbolizer> stack_symbolizer(const Profile& profile, bool source_lines);
 
 struct CallSiteOptions {
   size_t top = 10;            // rows per class

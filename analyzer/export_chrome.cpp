@@ -128,14 +128,8 @@ class ChromeVisitor : public TraceVisitor {
 std::vector<std::string> site_names(const Profile& profile, const ExportOptions& options) {
   std::vector<std::string> names(profile.stacks.stacks().size());
   if (names.empty()) return names;
-  SymbolizeOptions so;
-  if (profile.process) so.exe = profile.process->exe;
-  so.source_lines = options.source_lines;
-  Symbolizer symbolizer(profile.modules, so);
-  std::vector<uint64_t> addresses;
-  for (const Stack& s : profile.stacks.stacks()) addresses.insert(addresses.end(), s.frames.begin(), s.frames.end());
-  symbolizer.prepare(addresses);
-  FrameFilter filter(profile, symbolizer);
+  const auto symbolizer = stack_symbolizer(profile, options.source_lines);
+  FrameFilter filter(profile, *symbolizer);
   for (size_t i = 0; i < names.size(); ++i) {
     const Stack& stack = profile.stacks.stack(static_cast<StackIndex>(i));
     const auto at = filter.call_site(stack);
@@ -143,7 +137,7 @@ std::vector<std::string> site_names(const Profile& profile, const ExportOptions&
       names[i] = "[allocator]";
       continue;
     }
-    const FrameInfo& f = symbolizer.frame(stack.frames[*at]);
+    const FrameInfo& f = symbolizer->frame(stack.frames[*at]);
     const std::string where = f.location();
     const std::string fn = !f.source.empty() && !f.source.front().function.empty() ? f.source.front().function : f.name();
     names[i] = where.empty() ? fn : fmt::format("{} ({})", fn, where);

@@ -22,14 +22,8 @@ std::string folded_name(std::string name) {
 
 std::string export_folded(const StackCostSource& src, const ExportOptions& options) {
   const Profile& profile = src.profile;
-  SymbolizeOptions so;
-  if (profile.process) so.exe = profile.process->exe;
-  so.source_lines = options.source_lines;
-  Symbolizer symbolizer(profile.modules, so);
-  std::vector<uint64_t> addresses;
-  for (const Stack& s : profile.stacks.stacks()) addresses.insert(addresses.end(), s.frames.begin(), s.frames.end());
-  symbolizer.prepare(addresses);
-  FrameFilter filter(profile, symbolizer);
+  const auto symbolizer = stack_symbolizer(profile, options.source_lines);
+  FrameFilter filter(profile, *symbolizer);
 
   std::vector<std::string> prefix(profile.stacks.stacks().size());
   for (size_t i = 0; i < prefix.size(); ++i) {

@@ -69,14 +69,8 @@ std::string gzip_bytes(const std::string& data) {
 
 std::string export_pprof_raw(const StackCostSource& src, const ExportOptions& options) {
   const Profile& profile = src.profile;
-  SymbolizeOptions so;
-  if (profile.process) so.exe = profile.process->exe;
-  so.source_lines = options.source_lines;
-  Symbolizer symbolizer(profile.modules, so);
-  std::vector<uint64_t> addresses;
-  for (const Stack& s : profile.stacks.stacks()) addresses.insert(addresses.end(), s.frames.begin(), s.frames.end());
-  symbolizer.prepare(addresses);
-  FrameFilter filter(profile, symbolizer);
+  const auto symbolizer = stack_symbolizer(profile, options.source_lines);
+  FrameFilter filter(profile, *symbolizer);
 
   StringTable st;
   ProtoWriter p;
@@ -178,7 +172,7 @@ std::string export_pprof_raw(const StackCostSource& src, const ExportOptions& op
     const Module& m = modules[static_cast<size_t>(index)];
     ProtoWriter mapping;
     mapping.varint(1, static_cast<uint64_t>(index) + 1).varint(2, m.start).varint(3, m.end + 1).varint(4, 0);
-    mapping.varint(5, st.index(symbolizer.module_path(index)));
+    mapping.varint(5, st.index(symbolizer->module_path(index)));
     mapping.boolean(7, mapping_functions[index]).boolean(8, lines).boolean(9, lines).boolean(10, lines);
     p.message(3, mapping);
   }
