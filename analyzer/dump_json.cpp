@@ -111,21 +111,6 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   w.end_object();
 }
 
-void write_rusage(JsonWriter& w, const format::Rusage& r) {
-  auto field = [&](const char* key, uint64_t v) {
-    w.key(key);
-    v == kRusageUnavailable ? w.null() : w.value(v);
-  };
-  w.key("rusage").begin_object();
-  field("utime_us", r.utime_us);
-  field("stime_us", r.stime_us);
-  field("minflt", r.minflt);
-  field("majflt", r.majflt);
-  field("nvcsw", r.nvcsw);
-  field("nivcsw", r.nivcsw);
-  w.end_object();
-}
-
 void write_counters(JsonWriter& w, const Counters& c, uint64_t timed_ns, const Profile& p) {
   w.field("calls", c.calls).field("bytes", c.bytes).field("failed", c.failed);
   w.field("timed", c.timed).field("timed_ns", timed_ns).field("max_ns", p.ticks_to_ns(c.max_ticks));

@@ -54,21 +54,6 @@ void write_class(JsonWriter& w, const ClassRow& c) {
   w.end_object();
 }
 
-void write_rusage(JsonWriter& w, const format::Rusage& r) {
-  auto field = [&](const char* key, uint64_t v) {
-    w.key(key);
-    v == kRusageUnavailable ? w.null() : w.value(v);
-  };
-  w.key("rusage").begin_object();
-  field("utime_us", r.utime_us);
-  field("stime_us", r.stime_us);
-  field("nvcsw", r.nvcsw);
-  field("nivcsw", r.nivcsw);
-  field("minflt", r.minflt);
-  field("majflt", r.majflt);
-  w.end_object();
-}
-
 void write_thread(JsonWriter& w, const ThreadRow& t) {
   w.begin_object();
   w.field("serial", t.serial).field("tid", t.tid).field("state", thread_state_name(t.state));
