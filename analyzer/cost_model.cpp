@@ -430,7 +430,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       const size_t c = cell_index(e.op, e.bucket);
       p1.all[c].add(e.duration_ticks);
       p1.raw.add(e.duration_ticks);
-      if (it.inside == 0) p1.alone[c].add(e.duration_ticks);
+      // Alone: no other thread inside at any moment of the call.  A call that merely started
+      // alone may still pay for a thread arriving meanwhile (a futex wake on unlock).
+      if (it.inside == 0 && it.contended_ticks == 0) p1.alone[c].add(e.duration_ticks);
       if (e.flags & format::kEvRusage) {
         EvidenceBin& bin = p1.evidence[latency_bin_of(e.duration_ticks)];
         const double d = static_cast<double>(e.duration_ticks);

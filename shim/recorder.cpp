@@ -152,15 +152,39 @@ Slot* enter_slow(ThreadCtx& t) {
   return s;
 }
 
+namespace {
+
+// Calls until the next window check: halved while checks are further apart than 1/8 of a window,
+// doubled (up to kCheckEvery) while they are closer than 1/32 of one.
+// `was_timing`: the previous check was inside a window, where every call checks: no interval to
+// learn from.
+uint32_t next_check_interval(ThreadCtx& t, uint64_t now, const SamplingConfig& c, bool was_timing) {
+  uint32_t n = t.check_every ? t.check_every : kCheckEvery;
+  const uint64_t since = now - t.last_check;
+  if (t.last_check != 0 && !was_timing) {
+    if (since > c.window_len / 8) {
+      n = n > 1 ? n / 2 : 1;
+    } else if (since < c.window_len / 32 && n < kCheckEvery) {
+      n *= 2;
+    }
+  }
+  t.check_every = n;
+  t.last_check = now;
+  return n;
+}
+
+}  // namespace
+
 uint64_t timing_decision(Slot* s) {
   ThreadCtx& t = t_ctx;
   const SamplingConfig& c = g_sampling;
   const uint64_t now = ticks();
   if (c.sample_every != 1 && !(t.timing && now < t.window_end)) {
+    const bool was_timing = t.timing;
     t.timing = 0;
     const uint64_t phase = now & c.period_mask;
     if (phase >= c.window_len) {
-      t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : kCheckEvery;
+      t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
       s->h.last_tick = now;
       if (now - s->h.last_flush_tick > c.flush_interval) flush_in_place(s);
       return 0;

@@ -9,7 +9,11 @@
 // Timing: when ALLOCSCOPE_SAMPLE=N > 1, all threads time *every* call during the same global
 // windows of 1/N of each ~1 ms period (tick >> window_shift), so the analyzer sees complete,
 // time-aligned intervals of every thread and can measure overlap.  Outside windows a thread reads
-// the clock only once every kCheckEvery calls.  N = 1 times every call, N = 0 counts only.
+// the clock only once every `check_every` calls: up to kCheckEvery while its calls are fast, fewer
+// (down to every call) when they are slow, so that it notices a window opening within a fraction
+// of the window whatever its calls cost.  A fixed count would leave a thread whose calls block for
+// milliseconds (a contended lock) blind to most windows: the timed sample would then miss exactly
+// the slow calls.  N = 1 times every call, N = 0 counts only.
 #pragma once
 #include <cstdint>
 
@@ -27,6 +31,8 @@ struct ThreadCtx {
   uint64_t window_end;
   uint32_t unobserved;    // this thread could not get a slot
   uint32_t cpu_sampled;   // the current timed call also samples rusage (ru0 below)
+  uint32_t check_every;   // calls between window checks outside windows (adaptive, see above)
+  uint64_t last_check;    // tick of the last window check
   format::Rusage ru0;
 };
 
@@ -44,7 +50,7 @@ struct SamplingConfig {
 };
 extern SamplingConfig g_sampling;
 
-constexpr uint32_t kCheckEvery = 32;          // between window checks (≈1 µs of calls)
+constexpr uint32_t kCheckEvery = 32;          // most calls between window checks (≈1 µs of fast calls)
 constexpr uint32_t kCheckEveryCountOnly = 1024; // count-only: just the periodic flush check
 
 // Cold paths (recorder.cpp).
