@@ -22,11 +22,11 @@ uint64_t product(size_t n, size_t size) {
 }
 
 // Forwards `real` and records it as `o` of `size` bytes; `failed` judges the result, `block`
-// finds the block it returned; `old` is realloc's old block.
+// finds the block it returned; `old` is realloc's old block.  The full path: re-entry, a thread
+// without a slot yet, a timing decision, a timed call.
 template <class Real, class Failed, class Block>
-__attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real&& real,
-                                                   Failed&& failed, Block&& block,
-                                                   const void* old = nullptr) {
+__attribute__((noinline)) auto observe_full(Op o, uint64_t size, Real&& real, Failed&& failed,
+                                            Block&& block, const void* old) {
   Slot* s = enter();
   if (!s) return real();
   const unsigned b = bucket_of(size);
@@ -34,6 +34,32 @@ __attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real&& r
   const uint64_t t0 = start_timing(s);
   auto r = real();
   finish(t0, op(o), b, size, failed(r), block(r), old);
+  return r;
+}
+
+// A call that failed: its request did not obtain bytes (it was counted before the call).
+__attribute__((noinline)) void note_failed(Op o, uint64_t size) {
+  finish_slow(0, 0, CallInfo{op(o), bucket_of(size), size, true, 0, 0});
+}
+
+// The common case inline: an observed thread, outside the shim, not deciding on timing this call.
+// It counts, calls, and checks the result; little stays live across the real call (the thread's
+// context and the size), so the entry point saves few registers.
+template <class Real, class Failed, class Block>
+__attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real&& real,
+                                                   Failed&& failed, Block&& block,
+                                                   const void* old = nullptr) {
+  ThreadCtx& t = t_ctx;
+  Slot* s = t.slot;
+  if (__builtin_expect(t.depth != 0 || s == nullptr || t.countdown <= 1 ||
+                           s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
+    return observe_full(o, size, real, failed, block, old);
+  --t.countdown;
+  count_call(s, op(o), bucket_of(size), size);
+  t.depth = 1;
+  auto r = real();
+  t.depth = 0;
+  if (__builtin_expect(failed(r), 0)) note_failed(o, size);
   return r;
 }
 
@@ -50,8 +76,9 @@ void* allocscope_malloc(size_t size) {
   return observe(Op::Malloc, size, [&] { return g_real.malloc(size); }, is_null, same);
 }
 
-void allocscope_free(void* ptr) {
-  if (is_bootstrap_block(ptr) || !real_allocator_ready()) return;
+namespace {
+
+__attribute__((noinline)) void free_full(void* ptr) {
   Slot* s = enter();
   if (!s) return g_real.free(ptr);
   uint64_t t0 = start_timing(s);
@@ -67,6 +94,22 @@ void allocscope_free(void* ptr) {
   if (t0) t0 = ticks();
   g_real.free(ptr);
   finish(t0, op(Op::Free), b, size, false, ptr);
+}
+
+}  // namespace
+
+void allocscope_free(void* ptr) {
+  if (is_bootstrap_block(ptr) || !real_allocator_ready()) return;
+  ThreadCtx& t = t_ctx;
+  Slot* s = t.slot;
+  if (__builtin_expect(t.depth != 0 || s == nullptr || t.countdown <= 1 || g_exact_free_sizes ||
+                           s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
+    return free_full(ptr);
+  --t.countdown;
+  bump(s->counters[op(Op::Free)][kBucketUnknown].calls, 1);  // size not taken: see free_full
+  t.depth = 1;
+  g_real.free(ptr);
+  t.depth = 0;
 }
 
 void* allocscope_calloc(size_t n, size_t size) {

@@ -97,6 +97,9 @@ void configure_sampling(const format::Calibration& c) {
   s.window_shift = shift;
   s.period_mask = (uint64_t{1} << shift) - 1;
   s.window_len = s.sample_every == 0 ? 0 : (uint64_t{1} << shift) / s.sample_every;
+  // Checking more often than every microsecond costs more than it finds: with a very short
+  // window (large N) a fast thread would read the clock on every call.
+  s.check_gap = s.window_len / 8 > c.tick_hz / 1000000 ? s.window_len / 8 : c.tick_hz / 1000000;
   s.flush_interval = c.tick_hz / 4;  // 250 ms
 }
 

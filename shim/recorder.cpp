@@ -154,17 +154,17 @@ Slot* enter_slow(ThreadCtx& t) {
 
 namespace {
 
-// Calls until the next window check: halved while checks are further apart than 1/8 of a window,
-// doubled (up to kCheckEvery) while they are closer than 1/32 of one.
+// Calls until the next window check: halved while checks are further apart than check_gap (1/8 of
+// a window, at least 1 µs), doubled (up to kCheckEvery) while they are closer than a quarter of it.
 // `was_timing`: the previous check was inside a window, where every call checks: no interval to
 // learn from.
 uint32_t next_check_interval(ThreadCtx& t, uint64_t now, const SamplingConfig& c, bool was_timing) {
   uint32_t n = t.check_every ? t.check_every : kCheckEvery;
   const uint64_t since = now - t.last_check;
   if (t.last_check != 0 && !was_timing) {
-    if (since > c.window_len / 8) {
+    if (since > c.check_gap) {
       n = n > 1 ? n / 2 : 1;
-    } else if (since < c.window_len / 32 && n < kCheckEvery) {
+    } else if (since < c.check_gap / 4 && n < kCheckEvery) {
       n *= 2;
     }
   }

@@ -44,6 +44,7 @@ struct SamplingConfig {
   uint32_t window_shift;
   uint64_t period_mask;
   uint64_t window_len;
+  uint64_t check_gap;          // wanted ticks between window checks: window/8, at least 1 µs
   uint64_t flush_interval;     // ticks between a thread's periodic flushes
   uint32_t stack_every;        // a stack on 1 timed call in this many (0: no stacks)
   uint64_t stack_slow_ticks;   // and on every timed call at least this slow
