@@ -156,10 +156,11 @@ class Signals(RobustnessCase):
         self.assertGreater(handled, 1000, "too few signals to mean anything")
         # Every handler call either was recorded or passed through as reentrant (it interrupted
         # the shim itself); except one that interrupts a thread's very first call, while the
-        # thread is getting its slot: it has no slot to be counted in (at most one per thread).
+        # thread is getting its slot: it has no slot to be counted in; and one that lands after
+        # its thread's last snapshot was written at exit (at most one of each per thread).
         seen = calls(j, "malloc_usable_size")
         self.assertLessEqual(seen, handled)
-        self.assertGreaterEqual(seen + reentrant(j), handled - (self.THREADS + 2))
+        self.assertGreaterEqual(seen + reentrant(j), handled - 2 * (self.THREADS + 2))
         if alloc:
             self.assertLessEqual(sized_calls(j, "malloc", 777), handled)
         workers = [t for t in j["threads"] if t["tid"] != j["process"]["pid"]]
