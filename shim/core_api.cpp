@@ -82,7 +82,7 @@ __attribute__((noinline)) void free_full(void* ptr) {
   Slot* s = enter();
   if (!s) return g_real.free(ptr);
   uint64_t t0 = start_timing(s);
-  if (__builtin_expect(t0 == 0 && !g_exact_free_sizes, 1)) {
+  if (__builtin_expect(t0 == 0 && !__atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED), 1)) {
     // The block's size costs as much as the free itself: taken on timed calls only.
     count_call(s, op(Op::Free), kBucketUnknown, 0);
     g_real.free(ptr);
@@ -102,7 +102,8 @@ void allocscope_free(void* ptr) {
   if (is_bootstrap_block(ptr) || !real_allocator_ready()) return;
   ThreadCtx& t = t_ctx;
   Slot* s = t.slot;
-  if (__builtin_expect(t.depth != 0 || s == nullptr || t.countdown <= 1 || g_exact_free_sizes ||
+  if (__builtin_expect(t.depth != 0 || s == nullptr || t.countdown <= 1 ||
+                           __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
                            s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
     return free_full(ptr);
   --t.countdown;

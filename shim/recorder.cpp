@@ -45,11 +45,11 @@ void ensure_exit_key() {
 }
 
 uint16_t latency_row(Slot* s, unsigned op, unsigned bucket) {
-  uint16_t idx = s->latency_index[op][bucket];
+  uint16_t idx = s->latency_index[op][bucket];  // only the owner writes it
   if (idx) return idx;
   if (s->h.n_latency_rows >= kMaxLatencyRows) return 0;
   idx = static_cast<uint16_t>(++s->h.n_latency_rows);
-  s->latency_index[op][bucket] = idx;
+  store_shared(s->latency_index[op][bucket], idx);
   return idx;
 }
 
@@ -177,6 +177,12 @@ uint32_t next_check_interval(ThreadCtx& t, uint64_t now, const SamplingConfig& c
 
 uint64_t timing_decision(Slot* s) {
   ThreadCtx& t = t_ctx;
+  // The settings are written while the process initialises, and published by the mode becoming
+  // Active: a thread that arrived earlier counts, and times nothing until then.
+  if (__builtin_expect(g_ps->mode.load(std::memory_order_acquire) != kModeActive, 0)) {
+    t.countdown = kCheckEvery;
+    return 0;
+  }
   const SamplingConfig& c = g_sampling;
   const uint64_t now = ticks();
   if (c.sample_every != 1 && !(t.timing && now < t.window_end)) {
@@ -185,8 +191,8 @@ uint64_t timing_decision(Slot* s) {
     const uint64_t phase = now & c.period_mask;
     if (phase >= c.window_len) {
       t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
-      s->h.last_tick = now;
-      if (now - s->h.last_flush_tick > c.flush_interval) flush_in_place(s);
+      store_shared(s->h.last_tick, now);
+      if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);
       return 0;
     }
     t.timing = 1;
@@ -249,8 +255,8 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
   }
   if (g_trace) {
     append_trace(s, call, t0, d, stack);
-    s->h.last_tick = t1;
-    if (t1 - s->h.last_flush_tick > g_sampling.flush_interval) flush_in_place(s);
+    store_shared(s->h.last_tick, t1);
+    if (t1 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval) flush_in_place(s);
     return;
   }
   e.start_tick = t0;
@@ -262,8 +268,8 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
   e.bucket = static_cast<uint8_t>(bucket);
   e.stack_id = stack;
   if (!s->h.ring.push(e)) bump(s->h.events_dropped, 1);
-  s->h.last_tick = t1;
-  if (t1 - s->h.last_flush_tick > g_sampling.flush_interval) {
+  store_shared(s->h.last_tick, t1);
+  if (t1 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval) {
     flush_in_place(s);
   } else if (s->h.ring.size() >= kRingEvents) {
     const int saved = errno;

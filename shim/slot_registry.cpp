@@ -21,6 +21,8 @@ namespace {
 std::atomic<Slot*> g_slots[kMaxSlots];
 std::atomic<uint32_t> g_nslots{0};
 
+bool flush_held(Slot* s, format::ThreadState state);
+
 uint32_t slot_count() {
   const uint32_t n = g_nslots.load(std::memory_order_acquire);
   return n < kMaxSlots ? n : kMaxSlots;
@@ -31,10 +33,13 @@ void start_slot(Slot* s, int tid) {
   h.flushing.store(0, std::memory_order_relaxed);
   h.serial = g_ps->next_serial.fetch_add(1, std::memory_order_relaxed) + 1;
   h.tid = static_cast<uint32_t>(tid);
-  h.seq = 0;
+  store_shared(h.seq, 0u);
   h.n_latency_rows = 0;
-  h.first_tick = h.last_tick = h.last_flush_tick = ticks();
-  h.calls_at_flush = 0;
+  const uint64_t now = ticks();
+  h.first_tick = now;
+  store_shared(h.last_tick, now);
+  store_shared(h.last_flush_tick, now);
+  store_shared(h.calls_at_flush, uint64_t{0});
   h.events_written = h.events_dropped = h.reentrant_calls = 0;
   std::memset(&h.rusage, 0xff, sizeof h.rusage);
   h.ring.init(s->events, kRingEvents);
@@ -156,13 +161,13 @@ void fill_stats_header(Slot* s, format::ThreadStatsHeader* th, format::ThreadSta
   std::memset(th, 0, sizeof *th);
   th->thread_serial = s->h.serial;
   th->tid = s->h.tid;
-  th->seq = s->h.seq;
+  th->seq = load_shared(s->h.seq);
   th->part = part;
   th->state = static_cast<uint8_t>(state);
   th->first_tick = s->h.first_tick;
   th->snapshot_tick = now;
   th->snapshot_mono_ns = now_ns;
-  th->last_tick = s->h.last_tick;
+  th->last_tick = load_shared(s->h.last_tick);
   th->rusage = s->h.rusage;
   th->events_written = peek(s->h.events_written);
   th->events_dropped = peek(s->h.events_dropped) + peek(s->h.trace.dropped);
@@ -172,7 +177,7 @@ void fill_stats_header(Slot* s, format::ThreadStatsHeader* th, format::ThreadSta
 
 bool write_stats(Slot* s, format::ThreadState state) {
   const uint64_t now = ticks(), now_ns = mono_ns();
-  s->h.seq++;
+  store_shared(s->h.seq, load_shared(s->h.seq) + 1);
   constexpr size_t kBody = kHdr + sizeof(format::ThreadStatsHeader);
   size_t pos = kBody;
   uint32_t rows = 0;
@@ -192,7 +197,7 @@ bool write_stats(Slot* s, format::ThreadState state) {
       const Counter& c = s->counters[op][b];
       const uint64_t calls = peek(c.calls);
       if (calls == 0) continue;
-      const uint16_t idx = s->latency_index[op][b];
+      const uint16_t idx = load_shared(s->latency_index[op][b]);
       const LatencyRow* lr = idx ? &s->latency[idx - 1] : nullptr;
       const size_t need = sizeof(format::StatsRow) + kMaxBinEntries * sizeof(format::LatencyBin);
       if (pos + need > kOutBuffer && !emit(false)) return false;
@@ -248,11 +253,19 @@ Slot* acquire_slot() {
       }
     } else if (st == kSlotExited && owner_gone(s, pid, tid)) {
       if (s->h.state.compare_exchange_strong(st, kSlotReclaiming, std::memory_order_acq_rel)) {
-        const bool unflushed = count_calls(s) != s->h.calls_at_flush || s->h.ring.size() > 0 ||
-                               trace_pending(s);
-        if (unflushed && !flush_slot(s, format::ThreadState::Exited) &&
+        // Another thread may be flushing it (the final flush, an explicit one): leave it to them
+        // and look further, rather than reset a slot under a writer.
+        uint32_t idle = 0;
+        if (!s->h.flushing.compare_exchange_strong(idle, 1, std::memory_order_acquire)) {
+          s->h.state.store(kSlotExited, std::memory_order_release);
+          continue;
+        }
+        const bool unflushed = count_calls(s) != load_shared(s->h.calls_at_flush) ||
+                               s->h.ring.size() > 0 || trace_pending(s);
+        if (unflushed && !flush_held(s, format::ThreadState::Exited) &&
             g_ps->mode.load(std::memory_order_acquire) == kModeInitialising) {
           // The profile is not open yet: keep the dead thread's counts for a later flush.
+          s->h.flushing.store(0, std::memory_order_release);
           s->h.state.store(kSlotExited, std::memory_order_release);
           continue;
         }
@@ -269,9 +282,10 @@ Slot* acquire_slot() {
   return s;
 }
 
-bool flush_slot(Slot* s, format::ThreadState state) {
-  uint32_t expected = 0;
-  if (!s->h.flushing.compare_exchange_strong(expected, 1, std::memory_order_acquire)) return false;
+namespace {
+
+// flush_slot's work, by the holder of the slot's `flushing` flag.
+bool flush_held(Slot* s, format::ThreadState state) {
   bool ok = g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive &&
             sys::getpid() == g_ps->pid;
   if (ok) {
@@ -281,9 +295,18 @@ bool flush_slot(Slot* s, format::ThreadState state) {
     ok = write_pending_stacks(s) && write_events(s) && write_trace(s, owner) &&
          write_stats(s, state);
     if (ok && owner && g_sampling.stack_every) write_modules_if_changed();
-    s->h.calls_at_flush = calls;
-    s->h.last_flush_tick = ticks();
+    store_shared(s->h.calls_at_flush, calls);
+    store_shared(s->h.last_flush_tick, ticks());
   }
+  return ok;
+}
+
+}  // namespace
+
+bool flush_slot(Slot* s, format::ThreadState state) {
+  uint32_t expected = 0;
+  if (!s->h.flushing.compare_exchange_strong(expected, 1, std::memory_order_acquire)) return false;
+  const bool ok = flush_held(s, state);
   s->h.flushing.store(0, std::memory_order_release);
   return ok;
 }
@@ -309,12 +332,16 @@ void flush_all_slots(format::ThreadState state) {
       for (int spins = 0; spins < 20000 && s->h.flushing.load(std::memory_order_acquire); spins++)
         sys::sched_yield();
     }
+    uint32_t idle = 0;
+    if (!s->h.flushing.compare_exchange_strong(idle, 1, std::memory_order_acquire)) continue;
+    // The state is read with the flag held: a slot being reclaimed (which takes the flag first)
+    // is not flushed under its new owner's feet, nor a new owner's slot as an exited thread.
     const uint32_t st = s->h.state.load(std::memory_order_acquire);
-    if (st != kSlotOwned && st != kSlotExited) continue;
-    if (count_calls(s) == s->h.calls_at_flush && s->h.ring.size() == 0 && !trace_pending(s) &&
-        s->h.seq != 0)
-      continue;
-    flush_slot(s, st == kSlotOwned ? state : format::ThreadState::Exited);
+    const bool pending = count_calls(s) != load_shared(s->h.calls_at_flush) ||
+                         s->h.ring.size() > 0 || trace_pending(s) || load_shared(s->h.seq) == 0;
+    if ((st == kSlotOwned || st == kSlotExited) && pending)
+      flush_held(s, st == kSlotOwned ? state : format::ThreadState::Exited);
+    s->h.flushing.store(0, std::memory_order_release);
   }
 }
 

@@ -107,5 +107,9 @@ inline void bump(uint64_t& x, uint64_t d) {
   __atomic_store_n(&x, __atomic_load_n(&x, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
 }
 inline uint64_t peek(const uint64_t& x) { return __atomic_load_n(&x, __ATOMIC_RELAXED); }
+// Header fields one thread writes while another may read them (owner and flusher): relaxed
+// atomics, so that neither reads a torn value and the race is a defined one.
+template <class T> inline T load_shared(const T& x) { return __atomic_load_n(&x, __ATOMIC_RELAXED); }
+template <class T> inline void store_shared(T& x, T v) { __atomic_store_n(&x, v, __ATOMIC_RELAXED); }
 
 }  // namespace allocscope

@@ -99,9 +99,6 @@ void run(int flushers) {
 TEST(CoreThreads, RecordingThreadExitAndSlotReuse) { run(0); }
 
 // The same while two other threads flush every slot (as the final flush at exit() does while
-// other threads still start).  Disabled: a thread that reclaims a slot resets it (start_slot)
-// while another thread may still be flushing it (fill_stats_header, write_trace), which
-// ThreadSanitizer reports and which can put a damaged or mixed chunk in the profile; also the
-// owner/flusher header fields (last_tick, last_flush_tick, calls_at_flush, seq, latency_index)
-// are plain loads and stores.  Run it with --gtest_also_run_disabled_tests.
-TEST(CoreThreads, DISABLED_ConcurrentFlushersWhileSlotsAreReclaimed) { run(2); }
+// other threads still start): a reclaim takes the slot's flushing flag before it resets the slot,
+// and a flusher reads the slot's state only with the flag held.
+TEST(CoreThreads, ConcurrentFlushersWhileSlotsAreReclaimed) { run(2); }
