@@ -51,7 +51,7 @@ struct SamplingConfig {
 };
 extern SamplingConfig g_sampling;
 
-constexpr uint32_t kCheckEvery = 32;          // most calls between window checks (≈1 µs of fast calls)
+constexpr uint32_t kCheckEvery = 256;         // most calls between window checks (the adaptive cap)
 constexpr uint32_t kCheckEveryCountOnly = 1024; // count-only: just the periodic flush check
 
 // Cold paths (recorder.cpp).
