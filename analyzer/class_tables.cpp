@@ -601,7 +601,10 @@ std::span<const ClassTable* const> allocator_class_tables() { return kAllocatorT
 void EventSizes::add(const format::Event& event) {
   if (!is_bucket_index(event.bucket) || event.bucket == kBucketUnknown) return;
   if (bucket_of(event.size) != event.bucket) return;  // saturated size: not exact
-  SizeTally& tally = by_cell_[CellKey{event.op, event.bucket}][event.size];
+  const uint64_t key = uint64_t{event.op} << 56 | uint64_t{event.bucket} << 48 | event.size;
+  SizeTally*& slot = index_[key];
+  if (!slot) slot = &by_cell_[CellKey{event.op, event.bucket}][event.size];
+  SizeTally& tally = *slot;
   tally.events += 1;
   tally.ticks += event.duration_ticks;
   tally.max_ticks = std::max<uint64_t>(tally.max_ticks, event.duration_ticks);
