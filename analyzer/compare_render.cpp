@@ -149,7 +149,7 @@ std::string compare_text(const CompareResult& r) {
 }
 
 std::string compare_markdown(const CompareResult& r) {
-  std::string out = fmt::format("`allocscope compare -- {}`\n\n", command_line(r.command));
+  std::string out = fmt::format("allocscope compare: `{}`\n\n", command_line(r.command));
   std::string header = "|", rule = "|";
   for (size_t i = 0; i < kColumns.size(); ++i) {
     header += " " + kColumns[i] + " |";
