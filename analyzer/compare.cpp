@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -50,7 +51,8 @@ constexpr std::string_view kUsage =
     "  -h, --help          this help\n"
     "\n"
     "Exit status: 0 when every run exited 0; else the first non-zero status of a run;\n"
-    "2 when the comparison could not be made (bad arguments, CMD cannot be started).\n";
+    "2 when the comparison could not be made (bad arguments, CMD cannot be started);\n"
+    "128+N when signal N (SIGINT, SIGTERM, SIGHUP) stopped it.\n";
 
 // A directory for the profiles: the one given (created, must be empty), or a fresh one under
 // $TMPDIR that is removed when this object goes away unless it is kept.
@@ -192,7 +194,44 @@ CompareRun run_once(const CompareRowSpec& row, unsigned round, const std::option
   return run;
 }
 
-// Every row once per round, each round starting one row further.  Stops at a run that ^C killed.
+// SIGINT, SIGTERM and SIGHUP between two runs: remembered, so that the comparison stops after the
+// run (run_child forwards them to the workload while it runs) and the output directory is removed.
+volatile sig_atomic_t g_stop_signal = 0;
+
+void remember_signal(int signal) { g_stop_signal = signal; }
+
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      sigaction(kSignals[i], nullptr, &saved_[i]);
+      if (saved_[i].sa_handler == SIG_IGN) continue;
+      struct sigaction action {};
+      action.sa_handler = remember_signal;
+      sigemptyset(&action.sa_mask);
+      sigaction(kSignals[i], &action, nullptr);
+    }
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &saved_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> saved_{};
+};
+
+// The comparison was stopped by a signal: compare exits with 128 + it.
+struct Stopped {
+  int signal;
+};
+
+// Every row once per round, each round starting one row further.  Stops after a run killed by a
+// stop signal (^C reaches the workload; run_child forwards the others) or when one arrived between
+// two runs.
 void run_rounds(CompareResult& result, const std::vector<CompareRowSpec>& specs, unsigned runs,
                 const std::optional<uint32_t>& sample_every, const fs::path& dir) {
   for (const auto& spec : specs) {
@@ -204,17 +243,17 @@ void run_rounds(CompareResult& result, const std::vector<CompareRowSpec>& specs,
   for (unsigned round = 0; round < runs; ++round) {
     for (const size_t index : round_order(specs.size(), round)) {
       CompareRow& row = result.rows[index];
+      if (g_stop_signal != 0) throw Stopped{g_stop_signal};
       progress.begin_step(fmt::format("{} (run {}/{})", row.spec.name, round + 1, runs));
       CompareRun run = run_once(row.spec, round, sample_every, dir);
       progress.end_step(fmt::format("{} run {}/{}: {:.3f} s, max RSS {}, {}", row.spec.name, round + 1, runs,
                                     run.wall_ns / 1e9, format_bytes(static_cast<ByteCount>(run.maxrss_kb) * 1024),
                                     status_text(run.status)));
-      const bool interrupted = run.status == 128 + SIGINT;
-      row.runs.push_back(std::move(run));
-      if (interrupted) {
-        progress.finish();
-        throw std::runtime_error(fmt::format("{} was interrupted (SIGINT); stopping the comparison", row.spec.name));
+      for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {  // ^C reached the workload, or run_child passed it on
+        if (run.status == 128 + signal && g_stop_signal == 0) g_stop_signal = signal;
       }
+      row.runs.push_back(std::move(run));
+      if (g_stop_signal != 0) throw Stopped{g_stop_signal};
     }
   }
 }
@@ -245,11 +284,21 @@ int compare_command(CommandArgs args) {
   }
   if (specs.empty()) throw std::runtime_error("compare: none of the allocators is installed; nothing to compare");
 
+  StopSignals stop_signals;  // from here on, a stop signal ends the comparison with the directory removed
   OutputDirectory dir(options.output_dir, options.keep);
-  run_rounds(result, specs, options.runs, options.sample_every, dir.path());
+  try {
+    run_rounds(result, specs, options.runs, options.sample_every, dir.path());
+  } catch (const Stopped& stopped) {
+    size_t done = 0;
+    for (const auto& row : result.rows) done += row.runs.size();
+    fmt::print(stderr, "allocscope: compare: stopped by signal {} ({}) after {} of {} runs\n", stopped.signal,
+               strsignal(stopped.signal), done, specs.size() * options.runs);
+    return 128 + stopped.signal;  // the default directory goes with `dir`
+  }
   if (dir.kept()) result.output_dir = dir.path();
   fmt::print(stderr, "allocscope: compare: analyzing the median runs\n");
   summarize_rows(result);
+  if (g_stop_signal != 0) return 128 + g_stop_signal;  // while analyzing
   if (!dir.kept()) {
     for (auto& row : result.rows) {
       for (auto& run : row.runs) run.profile.reset();  // removed with the directory

@@ -19,7 +19,7 @@
 // Profiles and the workload's output go to -o DIR, or to a fresh directory under $TMPDIR that is
 // removed at the end unless --keep.  The exit status is 0 when every run exited 0, else the first
 // non-zero status of a run (rows in order); 2 for a bad command line or a workload that cannot be
-// started.
+// started; 128 + N when signal N (SIGINT, SIGTERM, SIGHUP) stopped the comparison.
 #pragma once
 #include <cstdint>
 #include <filesystem>

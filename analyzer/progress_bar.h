@@ -22,6 +22,7 @@ class ProgressBar {
   void end_step(std::string_view result);  // elsewhere: "<prefix> <done>/<total>: <result>"
   void note(std::string_view line);        // a line of its own, above the bar
   void finish();                           // erase the bar
+  size_t done() const { return done_; }
 
  private:
   void draw();

@@ -6,7 +6,9 @@ as a variant. Times are never asserted, only that the numbers are there, consist
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 import unittest
 
 from allocscope_e2e import CLI, E2ETestCase, target
@@ -232,6 +234,38 @@ class OutputDirectory(CompareTestCase):
         self.assertEqual(doc["output_dir"], os.path.join(tmp, kept[0]))
         self.assertTrue(os.path.exists(doc["rows"][0]["runs"][0]["profile"]))
         self.assertIn(kept[0], proc.stderr)
+
+
+class Stopping(CompareTestCase):
+    def test_a_run_killed_by_sigterm_stops_the_comparison_and_cleans_up(self):
+        tmp = os.path.join(self.dir, "tmp")
+        os.mkdir(tmp)
+        proc = self.compare("--allocators", "glibc,jemalloc", "--runs", "3", env={"TMPDIR": tmp},
+                            command=["/bin/sh", "-c", "kill -TERM $$"])
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, proc.stderr)
+        self.assertIn("stopped by signal 15", proc.stderr)
+        self.assertIn("after 1 of 6 runs", proc.stderr)
+        self.assertEqual(proc.stdout, "")
+        self.assertEqual(os.listdir(tmp), [])
+
+    def test_sigterm_to_compare_reaches_the_workload_and_stops(self):
+        tmp = os.path.join(self.dir, "tmp")
+        os.mkdir(tmp)
+        env = dict(os.environ, TMPDIR=tmp)
+        proc = subprocess.Popen([CLI, "compare", "--allocators", "glibc", "--runs", "5", "--", "sleep", "30"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        deadline = time.monotonic() + 60
+        while not any(os.scandir(tmp)) and time.monotonic() < deadline:  # the output directory exists
+            time.sleep(0.05)
+        time.sleep(0.3)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+        self.assertLess(time.monotonic() - started, 20, "compare waited for the workload to end by itself")
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, stderr)
+        self.assertIn("stopped by signal 15", stderr)
+        self.assertEqual(stdout, "")
+        self.assertEqual(os.listdir(tmp), [])
 
 
 if __name__ == "__main__":
