@@ -14,7 +14,7 @@ import unittest
 from allocscope_e2e import CLI, E2ETestCase, target
 
 WORKLOAD_ARGS = ["2", "20000"]
-SAMPLE = "4"  # runs this short need a small sampling N for the attribution to rest on enough calls
+SAMPLE = "1"  # every call timed: runs this short have too few timed calls with a sampled N
 
 
 class CompareTestCase(E2ETestCase):
@@ -66,7 +66,7 @@ class Tables(CompareTestCase):
             self.assertGreater(r["maxrss_kb"], 0)
             self.assertEqual(r["exit_statuses"], [0, 0])
             self.assertEqual(r["ok_runs"], 2)
-            self.assertGreater(r["timed_calls"], 1000, r)
+            self.assertGreaterEqual(r["timed_calls"], 2 * 2 * 20000, r)  # every malloc and free of 2 threads
             self.assertGreater(r["allocator_share"], 0, r)
             self.assertLessEqual(r["allocator_share"], 1, r)
             self.assertGreaterEqual(r["wait_share"], 0, r)
