@@ -13,7 +13,6 @@
 #include <stdexcept>
 
 #include "allocator_lookup.h"
-#include "program_check.h"
 #include "progress_bar.h"
 #include "record.h"
 #include "units.h"
@@ -92,21 +91,10 @@ class OutputDirectory {
   bool keep_;
 };
 
-// The program a command runs, checked as record checks it: found, and observable by the shim.
-fs::path startable_program(const std::string& command) {
-  const auto program = resolve_command(command);
-  if (!program) throw std::runtime_error(fmt::format("{}: command not found", command));
-  if (const PreloadCheck check = check_preloadable(*program); !check.ok) {
-    const std::string via = check.elf == *program ? "" : fmt::format(" (run by {})", check.elf.string());
-    throw std::runtime_error(fmt::format("{}{} {}", command, via, check.problem));
-  }
-  return *program;
-}
-
 // The rows to run: the allocators that are installed, then the variants.
 std::vector<CompareRowSpec> plan_rows(const CompareOptions& options, std::vector<SkippedAllocator>& skipped) {
   std::vector<CompareRowSpec> rows;
-  const fs::path program = startable_program(options.command.front());
+  const fs::path program = observable_program(options.command.front());
   for (const auto& name : options.allocators) {
     CompareRowSpec row;
     row.name = name.find('/') == std::string::npos ? name : fs::path(name).filename().string();
@@ -126,7 +114,7 @@ std::vector<CompareRowSpec> plan_rows(const CompareOptions& options, std::vector
     CompareRowSpec row;
     row.name = variant.name;
     row.variant = true;
-    row.program = startable_program(variant.program);
+    row.program = observable_program(variant.program);
     row.argv = options.command;
     row.argv.front() = variant.program;
     rows.push_back(std::move(row));
@@ -142,9 +130,7 @@ std::vector<CompareRowSpec> plan_rows(const CompareOptions& options, std::vector
 std::string file_stem(const std::string& name) {
   std::string stem = name;
   for (char& c : stem) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                       c == '_' || c == '+' || c == '-';
-    if (!plain) c = '_';
+    if (!is_row_name_char(c)) c = '_';
   }
   return stem;
 }

@@ -55,6 +55,10 @@ std::vector<std::string> default_compare_allocators();
 // Parses the arguments after "compare"; nullopt for --help.  Throws UsageError.
 std::optional<CompareOptions> parse_compare_options(CommandArgs args);
 
+// Letters, digits, '.', '_', '+' and '-': the characters of a variant's name (others become '_'
+// in file names).
+bool is_row_name_char(char c);
+
 // The order of the rows in round `round` (0-based): all rows, starting at row round mod rows.
 std::vector<size_t> round_order(size_t rows, unsigned round);
 

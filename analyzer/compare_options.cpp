@@ -42,13 +42,10 @@ std::vector<std::string> parse_allocator_list(const std::string& text) {
   return names;
 }
 
-// A row name appears in file names and tables: letters, digits, '.', '_', '+' and '-'.
+// A variant's name appears in file names and tables.
 bool is_row_name(const std::string& name) {
   return !name.empty() && name.size() <= 64 && name != "." && name != ".." &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                  c == '_' || c == '+' || c == '-';
-         });
+         std::all_of(name.begin(), name.end(), is_row_name_char);
 }
 
 CompareVariant parse_variant(const std::string& text) {
@@ -65,6 +62,11 @@ CompareVariant parse_variant(const std::string& text) {
 }
 
 }  // namespace
+
+bool is_row_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '+' || c == '-';
+}
 
 std::vector<std::string> default_compare_allocators() { return {"glibc", "jemalloc", "tcmalloc", "mimalloc", "scudo"}; }
 

@@ -181,17 +181,13 @@ Recording record_with_plan(const RecordOptions& options) {
   const std::string& command = options.command.front();
   const fs::path shim = find_shim();
   const AllocatorChoice allocator = options.allocator ? find_allocator(*options.allocator) : AllocatorChoice{};
-  const auto program = options.program ? options.program : resolve_command(command);
-  if (!program) throw CommandNotFound(fmt::format("{}: command not found", command));
-  if (const PreloadCheck check = check_preloadable(*program); !check.ok) {
-    const std::string via = check.elf == *program ? "" : fmt::format(" (run by {})", check.elf.string());
-    throw std::runtime_error(fmt::format("{}{} {}", command, via, check.problem));
-  }
+  const fs::path program = options.program ? *options.program : observable_program(command);
+  if (options.program) check_observable(command, program);
   Recording recording{plan_output(options), {}};
   const OutputPlan& plan = recording.plan;
 
   ChildSpec spec;
-  spec.program = *program;
+  spec.program = program;
   spec.argv = options.command;
   spec.env = child_environment(preload_list(shim, allocator.library, std::getenv("LD_PRELOAD")),
                                shim_settings(options), plan.given);
@@ -221,6 +217,20 @@ Recording record_with_plan(const RecordOptions& options) {
 }
 
 }  // namespace
+
+void check_observable(const std::string& command, const fs::path& program) {
+  if (const PreloadCheck check = check_preloadable(program); !check.ok) {
+    const std::string via = check.elf == program ? "" : fmt::format(" (run by {})", check.elf.string());
+    throw std::runtime_error(fmt::format("{}{} {}", command, via, check.problem));
+  }
+}
+
+fs::path observable_program(const std::string& command) {
+  const auto program = resolve_command(command);
+  if (!program) throw CommandNotFound(fmt::format("{}: command not found", command));
+  check_observable(command, *program);
+  return *program;
+}
 
 uint32_t parse_sample_rate(std::string_view command, std::string_view option, const std::string& text) {
   char* end = nullptr;

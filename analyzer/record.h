@@ -59,6 +59,12 @@ std::optional<RecordOptions> parse_record_options(CommandArgs args);
 std::string preload_list(const std::filesystem::path& shim,
                          const std::optional<std::filesystem::path>& allocator, const char* previous);
 
+// The program `command` runs (looked up in PATH), checked to be one the shim can observe.  Throws
+// CommandNotFound, or std::runtime_error saying what is wrong (statically linked, another machine…).
+std::filesystem::path observable_program(const std::string& command);
+// Only the check, for a program already found.
+void check_observable(const std::string& command, const std::filesystem::path& program);
+
 // Runs CMD as `record` does.  Throws CommandNotFound, ShimNotFound, AllocatorLookupError and
 // std::runtime_error (a statically linked CMD, an existing output file) before running anything.
 RecordedRun record_program(const RecordOptions& options);
