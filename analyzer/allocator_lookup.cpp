@@ -135,7 +135,7 @@ AllocatorChoice find_allocator(std::string_view name_or_path, const AllocatorSea
   if (looks_like_library_name(name_or_path)) {
     return search_files(name_or_path, {std::string(name_or_path)}, search, true);
   }
-  throw AllocatorLookupError(fmt::format(
+  throw UnknownAllocatorName(fmt::format(
       "unknown allocator '{}' (known: {}; or give the path of a shared library)", name_or_path,
       join(known_allocator_names())));
 }

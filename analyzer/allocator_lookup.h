@@ -34,10 +34,17 @@ class AllocatorLookupError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A name that is neither a known allocator, nor a library file name, nor a path.
+class UnknownAllocatorName : public AllocatorLookupError {
+ public:
+  using AllocatorLookupError::AllocatorLookupError;
+};
+
 const AllocatorSearch& default_allocator_search();
 std::vector<std::string> known_allocator_names();
 
-// Throws AllocatorLookupError naming what was searched when nothing is found.
+// Throws AllocatorLookupError naming what was searched when nothing is found, and
+// UnknownAllocatorName for a name it does not know how to look for.
 AllocatorChoice find_allocator(std::string_view name_or_path,
                                const AllocatorSearch& search = default_allocator_search());
 

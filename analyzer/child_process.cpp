@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
@@ -109,8 +110,13 @@ void report(int fd, int code) {
   }
 }
 
-[[noreturn]] void child_main(const ChildSpec& spec, ExecImage& image, int report_fd, const sigset_t& mask) {
+[[noreturn]] void child_main(const ChildSpec& spec, ExecImage& image, int report_fd, int output_fd,
+                             const sigset_t& mask) {
   sigprocmask(SIG_SETMASK, &mask, nullptr);
+  if (output_fd >= 0 && (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0)) {
+    report(report_fd, errno);
+    _exit(kExitCannotExecute);
+  }
   const pid_t pid = getpid();
   for (size_t i = 0; i < spec.pid_env.size(); ++i) complete(spec.pid_env[i], pid, image.pid_env[i].data());
   if (spec.fresh_path) {
@@ -135,10 +141,10 @@ int read_report(int fd) {
   return got == static_cast<ssize_t>(sizeof code) ? code : 0;
 }
 
-int wait_for(pid_t pid) {
+int wait_for(pid_t pid, struct rusage& usage) {
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "waitpid");
+  while (wait4(pid, &status, 0, &usage) < 0) {
+    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "wait4");
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
@@ -151,12 +157,26 @@ std::string PidTemplate::with_pid(pid_t pid) const { return prefix + std::to_str
 ChildResult run_child(const ChildSpec& spec) {
   if (spec.argv.empty()) throw std::invalid_argument("run_child: empty argv");
   ExecImage image = prepare(spec);
+  int output_fd = -1;
+  if (spec.output) {
+    output_fd = open(spec.output->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (output_fd < 0) {
+      throw std::system_error(errno, std::generic_category(), "cannot create " + spec.output->string());
+    }
+  }
+  struct OutputCloser {
+    int fd;
+    ~OutputCloser() {
+      if (fd >= 0) close(fd);
+    }
+  } output_closer{output_fd};
 
   sigset_t forwarded, previous;
   sigemptyset(&forwarded);
   for (int signal : kForwardedSignals) sigaddset(&forwarded, signal);
   sigprocmask(SIG_BLOCK, &forwarded, &previous);  // until the forwarding handlers are in place
 
+  const auto started = std::chrono::steady_clock::now();
   int report_pipe[2];
   if (pipe2(report_pipe, O_CLOEXEC) != 0) {
     const int error = errno;
@@ -166,7 +186,7 @@ ChildResult run_child(const ChildSpec& spec) {
   const pid_t pid = fork();
   if (pid == 0) {
     close(report_pipe[0]);
-    child_main(spec, image, report_pipe[1], previous);
+    child_main(spec, image, report_pipe[1], output_fd, previous);
   }
   const int fork_errno = errno;
   close(report_pipe[1]);
@@ -186,7 +206,8 @@ ChildResult run_child(const ChildSpec& spec) {
     close(report_pipe[0]);
     result.fresh_path_existed = code == kReportFreshPathExisted;
     result.exec_errno = code > 0 ? code : 0;
-    result.status = wait_for(pid);
+    result.status = wait_for(pid, result.usage);
+    result.wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     sigprocmask(SIG_BLOCK, &forwarded, nullptr);
     g_forward_to = 0;
   }

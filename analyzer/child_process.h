@@ -9,7 +9,11 @@
 //
 // Some values need the child's pid, which exists only after fork: PidTemplate values are
 // completed in the child, before exec and without allocating.
+//
+// The result also holds what wait4(2) says the child used (its rusage, which includes the
+// descendants it waited for) and the wall time from just before fork to the end of the wait.
 #pragma once
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -32,6 +36,7 @@ struct ChildSpec {
   std::vector<std::string> env;         // the complete environment, "NAME=value"
   std::vector<PidTemplate> pid_env;     // more "NAME=value" entries, completed with the pid
   std::optional<PidTemplate> fresh_path;  // a path that must not exist: else the program does not run
+  std::optional<std::filesystem::path> output;  // the child's stdout and stderr (created or truncated)
 };
 
 struct ChildResult {
@@ -39,6 +44,8 @@ struct ChildResult {
   int status = 0;            // shell-style exit status
   int exec_errno = 0;        // the program could not be executed (status 127)
   bool fresh_path_existed = false;  // the child stopped before exec
+  struct rusage usage {};    // from wait4: ru_maxrss is in KiB
+  double wall_ns = 0;        // fork to the end of the wait
 };
 
 ChildResult run_child(const ChildSpec& spec);

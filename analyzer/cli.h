@@ -30,4 +30,10 @@ struct Subcommand {
 // True for "-h" and "--help".
 bool is_help_flag(std::string_view arg);
 
+// An option with a value at args[i]: "--name VALUE", "--name=VALUE", and for a short option also
+// "-x VALUE" and "-xVALUE".  On a match stores the value, leaves i on the last argument used and
+// returns true.  Throws UsageError ("<command>: --name needs a value") when the value is missing.
+bool take_option_value(std::string_view command, CommandArgs args, size_t& i, std::string_view long_name,
+                       std::string_view short_name, std::string& value);
+
 }  // namespace allocscope

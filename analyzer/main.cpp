@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "callsites.h"
+#include "compare.h"
 #include "dump.h"
 #include "export.h"
 #include "record.h"
@@ -26,6 +27,7 @@ constexpr std::array kSubcommands = {
     Subcommand{"export", "write folded stacks, pprof or Chrome trace JSON", export_command},
     Subcommand{"report", "where the allocator's time goes: cost model, contention, verdict", report_command},
     Subcommand{"diff", "how much of the gap between two runs the allocator explains, and where", diff_command},
+    Subcommand{"compare", "one workload under several allocators: the table, with the attribution", compare_command},
 };
 
 std::string usage() {

@@ -44,39 +44,6 @@ constexpr std::string_view kUsage =
 
 constexpr std::string_view kEnvPrefixesToReplace[] = {"LD_PRELOAD=", "ALLOCSCOPE_OUTPUT=", "ALLOCSCOPE_ROOT_PID="};
 
-uint32_t parse_sample(const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || value > UINT32_MAX || text[0] == '-' || text[0] == '+') {
-    throw UsageError(fmt::format("record: --sample needs a whole number from 0 to {}, not '{}'", UINT32_MAX, text));
-  }
-  return static_cast<uint32_t>(value);
-}
-
-// "--name VALUE", "--name=VALUE", and for a short option also "-xVALUE".
-bool take_value(CommandArgs args, size_t& i, std::string_view long_name, std::string_view short_name,
-                std::string& value) {
-  const std::string& arg = args[i];
-  auto next = [&]() -> std::string {
-    if (i + 1 >= args.size()) throw UsageError(fmt::format("record: {} needs a value", arg));
-    return args[++i];
-  };
-  if (arg == long_name || (!short_name.empty() && arg == short_name)) {
-    value = next();
-    return true;
-  }
-  if (arg.starts_with(std::string(long_name) + "=")) {
-    value = arg.substr(long_name.size() + 1);
-    return true;
-  }
-  if (!short_name.empty() && arg.starts_with(short_name) && arg.size() > short_name.size()) {
-    value = arg.substr(short_name.size());
-    return true;
-  }
-  return false;
-}
-
 void check_preloadable_path(const fs::path& path, const char* what) {
   if (path.string().find_first_of(": \t\n") != std::string::npos) {
     throw std::runtime_error(fmt::format(
@@ -175,33 +142,106 @@ std::vector<std::string> shim_settings(const RecordOptions& options) {
   return settings;
 }
 
-void report_profiles(const OutputPlan& plan, pid_t pid, const std::set<std::string>& before) {
-  const fs::path root = plan.root_file(pid);
-  const std::string root_name = root.filename().string();
+// The profiles of the other processes CMD started: <root>.<pid>[.<n>], new since `before`.
+std::vector<std::string> other_profile_names(const OutputPlan& plan, pid_t pid, const std::set<std::string>& before) {
+  const std::string root_name = plan.root_file(pid).filename().string();
   std::vector<std::string> others;
   for (const auto& name : names_with_prefix(plan.dir, root_name + ".")) {
     if (!before.contains(name) && is_child_profile_suffix(std::string_view(name).substr(root_name.size() + 1))) {
-      others.push_back(plan.shown(name));
+      others.push_back(name);
     }
   }
   std::sort(others.begin(), others.end(), natural_less);
+  return others;
+}
+
+void report_profiles(const OutputPlan& plan, const RecordedRun& run) {
   std::string more;
-  for (const auto& name : others) more += (more.empty() ? "" : ", ") + name;
-  std::error_code ec;
-  if (fs::exists(root, ec)) {
-    fmt::print(stderr, "allocscope: profile written to {}{}\n", plan.shown(root_name),
-               others.empty() ? "" : fmt::format(" (and {} more: {})", others.size(), more));
+  for (const auto& path : run.other_profiles) more += (more.empty() ? "" : ", ") + plan.shown(path.filename().string());
+  const size_t others = run.other_profiles.size();
+  const std::string root_name = plan.shown(run.profile.filename().string());
+  if (run.profile_written) {
+    fmt::print(stderr, "allocscope: profile written to {}{}\n", root_name,
+               others == 0 ? "" : fmt::format(" (and {} more: {})", others, more));
     return;
   }
   fmt::print(stderr,
              "allocscope: no profile was written to {} (the program may never have called the allocator, be "
              "setuid, or have become a statically linked program by exec; or the shim could not create the "
              "file){}\n",
-             plan.shown(root_name),
-             others.empty() ? "" : fmt::format("; {} other profiles: {}", others.size(), more));
+             root_name, others == 0 ? "" : fmt::format("; {} other profiles: {}", others, more));
+}
+
+struct Recording {
+  OutputPlan plan;
+  RecordedRun run;
+};
+
+Recording record_with_plan(const RecordOptions& options) {
+  const std::string& command = options.command.front();
+  const fs::path shim = find_shim();
+  const AllocatorChoice allocator = options.allocator ? find_allocator(*options.allocator) : AllocatorChoice{};
+  const fs::path program = options.program ? *options.program : observable_program(command);
+  if (options.program) check_observable(command, program);
+  Recording recording{plan_output(options), {}};
+  const OutputPlan& plan = recording.plan;
+
+  ChildSpec spec;
+  spec.program = program;
+  spec.argv = options.command;
+  spec.env = child_environment(preload_list(shim, allocator.library, std::getenv("LD_PRELOAD")),
+                               shim_settings(options), plan.given);
+  spec.pid_env.push_back({"ALLOCSCOPE_ROOT_PID=", ""});
+  if (!plan.given) {
+    const std::string dir = (plan.dir / "").string();
+    spec.pid_env.push_back({"ALLOCSCOPE_OUTPUT=" + dir + plan.default_name.prefix, plan.default_name.suffix});
+    spec.fresh_path = PidTemplate{dir + plan.default_name.prefix, plan.default_name.suffix};
+  }
+  spec.output = options.command_output;
+
+  const std::string root_prefix = plan.given ? plan.given->filename().string() : plan.default_name.prefix;
+  const std::set<std::string> before = names_with_prefix(plan.dir, root_prefix);
+  RecordedRun& run = recording.run;
+  run.child = run_child(spec);
+
+  run.profile = plan.root_file(run.child.pid);
+  if (run.child.fresh_path_existed) {
+    throw std::runtime_error(
+        fmt::format("{} already exists; not overwriting it", plan.shown(run.profile.filename().string())));
+  }
+  if (run.child.exec_errno != 0) return recording;
+  std::error_code ec;
+  run.profile_written = fs::exists(run.profile, ec);
+  for (const auto& name : other_profile_names(plan, run.child.pid, before)) run.other_profiles.push_back(plan.dir / name);
+  return recording;
 }
 
 }  // namespace
+
+void check_observable(const std::string& command, const fs::path& program) {
+  if (const PreloadCheck check = check_preloadable(program); !check.ok) {
+    const std::string via = check.elf == program ? "" : fmt::format(" (run by {})", check.elf.string());
+    throw std::runtime_error(fmt::format("{}{} {}", command, via, check.problem));
+  }
+}
+
+fs::path observable_program(const std::string& command) {
+  const auto program = resolve_command(command);
+  if (!program) throw CommandNotFound(fmt::format("{}: command not found", command));
+  check_observable(command, *program);
+  return *program;
+}
+
+uint32_t parse_sample_rate(std::string_view command, std::string_view option, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value > UINT32_MAX || text[0] == '-' || text[0] == '+') {
+    throw UsageError(
+        fmt::format("{}: {} needs a whole number from 0 to {}, not '{}'", command, option, UINT32_MAX, text));
+  }
+  return static_cast<uint32_t>(value);
+}
 
 std::optional<RecordOptions> parse_record_options(CommandArgs args) {
   RecordOptions options;
@@ -215,19 +255,19 @@ std::optional<RecordOptions> parse_record_options(CommandArgs args) {
     }
     if (is_help_flag(arg)) return std::nullopt;
     if (arg.empty() || arg[0] != '-' || arg == "-") break;  // CMD
-    if (take_value(args, i, "--output", "-o", value)) {
+    if (take_option_value("record", args, i, "--output", "-o", value)) {
       if (value.empty()) throw UsageError("record: -o needs a file name");
       options.output = value;
-    } else if (take_value(args, i, "--allocator", "", value)) {
+    } else if (take_option_value("record", args, i, "--allocator", "", value)) {
       options.allocator = value;
-    } else if (take_value(args, i, "--sample", "", value)) {
-      options.sample_every = parse_sample(value);
+    } else if (take_option_value("record", args, i, "--sample", "", value)) {
+      options.sample_every = parse_sample_rate("record", "--sample", value);
     } else if (arg == "--trace") {
       options.trace = true;
     } else if (arg == "--stacks") {
       options.stacks_every = 64;
     } else if (arg.starts_with("--stacks=")) {
-      options.stacks_every = parse_sample(arg.substr(9));
+      options.stacks_every = parse_sample_rate("record", "--stacks", arg.substr(9));
     } else {
       throw UsageError(fmt::format("record: unknown option '{}'", arg));
     }
@@ -248,54 +288,28 @@ std::string preload_list(const fs::path& shim, const std::optional<fs::path>& al
   return list;
 }
 
+RecordedRun record_program(const RecordOptions& options) { return record_with_plan(options).run; }
+
 int record_command(CommandArgs args) {
   const auto parsed = parse_record_options(args);
   if (!parsed) {
     fmt::print("{}", kUsage);
     return 0;
   }
-  const RecordOptions& options = *parsed;
-  const std::string& command = options.command.front();
-
-  const fs::path shim = find_shim();
-  const AllocatorChoice allocator = options.allocator ? find_allocator(*options.allocator) : AllocatorChoice{};
-  const auto program = resolve_command(command);
-  if (!program) {
-    fmt::print(stderr, "allocscope: {}: command not found\n", command);
+  const std::string& command = parsed->command.front();
+  try {
+    const Recording recording = record_with_plan(*parsed);
+    const RecordedRun& run = recording.run;
+    if (run.child.exec_errno != 0) {
+      fmt::print(stderr, "allocscope: cannot execute {}: {}\n", command, std::strerror(run.child.exec_errno));
+    } else {
+      report_profiles(recording.plan, run);
+    }
+    return run.child.status;
+  } catch (const CommandNotFound& error) {
+    fmt::print(stderr, "allocscope: {}\n", error.what());
     return 127;
   }
-  if (const PreloadCheck check = check_preloadable(*program); !check.ok) {
-    const std::string via = check.elf == *program ? "" : fmt::format(" (run by {})", check.elf.string());
-    throw std::runtime_error(fmt::format("{}{} {}", command, via, check.problem));
-  }
-  const OutputPlan plan = plan_output(options);
-
-  ChildSpec spec;
-  spec.program = *program;
-  spec.argv = options.command;
-  spec.env = child_environment(preload_list(shim, allocator.library, std::getenv("LD_PRELOAD")),
-                               shim_settings(options), plan.given);
-  spec.pid_env.push_back({"ALLOCSCOPE_ROOT_PID=", ""});
-  if (!plan.given) {
-    const std::string dir = (plan.dir / "").string();
-    spec.pid_env.push_back({"ALLOCSCOPE_OUTPUT=" + dir + plan.default_name.prefix, plan.default_name.suffix});
-    spec.fresh_path = PidTemplate{dir + plan.default_name.prefix, plan.default_name.suffix};
-  }
-
-  const std::string root_prefix = plan.given ? plan.given->filename().string() : plan.default_name.prefix;
-  const std::set<std::string> before = names_with_prefix(plan.dir, root_prefix);
-  const ChildResult result = run_child(spec);
-
-  if (result.fresh_path_existed) {
-    throw std::runtime_error(fmt::format("{} already exists; not overwriting it",
-                                         plan.shown(plan.root_file(result.pid).filename().string())));
-  }
-  if (result.exec_errno != 0) {
-    fmt::print(stderr, "allocscope: cannot execute {}: {}\n", command, std::strerror(result.exec_errno));
-    return result.status;
-  }
-  report_profiles(plan, result.pid, before);
-  return result.status;
 }
 
 }  // namespace allocscope

@@ -64,27 +64,6 @@ std::string cpu_time(const format::Rusage& r) {
   return cell_dur(static_cast<double>(r.utime_us + r.stime_us) * 1e3);
 }
 
-// Words wrapped to `width` columns, every line indented by `indent`.
-std::string wrap(std::string_view text, size_t width, std::string_view indent) {
-  std::string out, line;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find(' ', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view word = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (word.empty()) continue;
-    if (!line.empty() && display_width(indent) + display_width(line) + 1 + display_width(word) > width) {
-      out += fmt::format("{}{}\n", indent, line);
-      line.clear();
-    }
-    if (!line.empty()) line += ' ';
-    line += word;
-  }
-  if (!line.empty()) out += fmt::format("{}{}\n", indent, line);
-  return out;
-}
-
 std::string command_line(const CostReport& r) {
   std::string line;
   for (const auto& arg : r.args) line += (line.empty() ? "" : " ") + printable(arg);
@@ -258,7 +237,7 @@ std::string model_section(const CostReport& r) {
                                   count(blocked), blocked == 1 ? "" : "s", dur(m.block_threshold_ns))});
   fields.add_row({"", "voluntary context switches (longest calls first)"});
   std::string body = fields.render();
-  for (const auto& caveat : m.caveats) body += wrap("note: " + caveat, kWidth, "  ");
+  for (const auto& caveat : m.caveats) body += wrap_words("note: " + caveat, kWidth, "  ");
   return section("Model (docs/analysis.md)", body);
 }
 
@@ -266,7 +245,7 @@ std::string model_section(const CostReport& r) {
 
 std::string report_text(const CostReport& r) {
   std::string out = header(r);
-  out += section("Verdict", wrap(r.verdict.text, kWidth, "  "));
+  out += section("Verdict", wrap_words(r.verdict.text, kWidth, "  "));
   if (r.by == ReportGrouping::Thread) {
     out += threads_time_section(r);
   } else {

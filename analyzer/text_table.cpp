@@ -1,5 +1,7 @@
 #include "text_table.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -49,6 +51,26 @@ std::string TextTable::render(std::string_view indent) const {
   std::string out;
   if (has_header) out += render_line([&](size_t c) -> std::string_view { return columns_[c].title; });
   for (const auto& row : rows_) out += render_line([&](size_t c) -> std::string_view { return row[c]; });
+  return out;
+}
+
+std::string wrap_words(std::string_view text, size_t width, std::string_view indent) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(' ', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (word.empty()) continue;
+    if (!line.empty() && display_width(indent) + display_width(line) + 1 + display_width(word) > width) {
+      out += fmt::format("{}{}\n", indent, line);
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+  }
+  if (!line.empty()) out += fmt::format("{}{}\n", indent, line);
   return out;
 }
 

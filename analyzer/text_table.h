@@ -35,4 +35,7 @@ class TextTable {
 // Display width of UTF-8 text (code points; no wide-character handling).
 size_t display_width(std::string_view text);
 
+// Words wrapped to `width` columns, every line indented by `indent` and ended by '\n'.
+std::string wrap_words(std::string_view text, size_t width, std::string_view indent);
+
 }  // namespace allocscope

@@ -88,6 +88,27 @@ TEST(ChildProcess, RunsOnlyWhenTheFreshPathDoesNotExist) {
   EXPECT_FALSE(fs::exists(dir.file("mark")));
 }
 
+TEST(ChildProcess, OutputGoesToTheGivenFile) {
+  test::TempDir dir;
+  ChildSpec spec = shell("echo out; echo err >&2");
+  spec.output = dir.file("log");
+  EXPECT_EQ(run_child(spec).status, 0);
+  EXPECT_EQ(read_file(dir.file("log")), "out\nerr\n");
+  spec.output = dir.file("missing-dir") / "log";
+  EXPECT_THROW(run_child(spec), std::system_error);
+}
+
+TEST(ChildProcess, ReportsTheChildsResourceUseAndWallTime) {
+  // A shell that fills 64 MiB: its peak resident set must show it, whatever else it holds.
+  const ChildResult big = run_child(shell("x=$(head -c 67108864 /dev/zero | tr '\\0' a); echo ${#x} > /dev/null"));
+  const ChildResult small = run_child(shell("exit 0"));
+  EXPECT_EQ(big.status, 0);
+  EXPECT_GT(big.usage.ru_maxrss, small.usage.ru_maxrss + 32 * 1024);  // KiB
+  const ChildResult slept = run_child(shell("sleep 0.2"));
+  EXPECT_GE(slept.wall_ns, 0.2e9);
+  EXPECT_GT(small.wall_ns, 0);
+}
+
 TEST(ChildProcess, ForwardsTerminationSignalsToTheChild) {
   test::TempDir dir;
   const fs::path ready = dir.file("ready");

@@ -1,0 +1,244 @@
+// compare_render.cpp — the table of `allocscope compare` as text, Markdown and JSON (compare.h;
+// the JSON schema is documented in docs/compare.md: keep the two in step).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "compare.h"
+#include "json_writer.h"
+#include "text_table.h"
+#include "units.h"
+
+namespace allocscope {
+
+namespace {
+
+constexpr size_t kWidth = 100;
+constexpr double kSmallGap = 0.02;   // a thread-time gap under 2 % of the baseline's: coverage is noise
+
+std::string command_line(const std::vector<std::string>& command) {
+  std::string line;
+  for (const auto& arg : command) line += (line.empty() ? "" : " ") + printable(arg);
+  return line;
+}
+
+std::string percent(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
+
+std::string signed_percent(double pct) { return fmt::format("{:+.1f} %", pct); }
+
+std::string opt_percent(const std::optional<double>& fraction) { return fraction ? percent(*fraction) : "-"; }
+
+bool small_gap(const CompareRow& row) {
+  return row.thread_gap_share && std::fabs(*row.thread_gap_share) < kSmallGap;
+}
+
+std::string coverage_cell(const CompareRow& row, bool first) {
+  if (first) return "baseline";
+  if (!row.coverage) return "-";
+  return fmt::format("{:.0f} %{}", 100 * *row.coverage, small_gap(row) ? "*" : "");
+}
+
+std::string classes_cell(const CompareRow& row) {
+  std::string cell;
+  for (size_t i = 0; i < row.top_classes.size(); ++i) {
+    const ClassCost& c = row.top_classes[i];
+    cell += fmt::format("{}{} {:.0f} %", cell.empty() ? "" : ", ", printable(c.label), 100 * c.share);
+  }
+  return cell.empty() ? "-" : cell;
+}
+
+std::string row_label(const CompareRow& row) { return row.spec.variant ? row.spec.name + " (variant)" : row.spec.name; }
+
+std::string runs_cell(const CompareRow& row) { return fmt::format("{}/{}", row.ok_runs, row.runs.size()); }
+
+// The cells of one row, in the order of kColumns; the costliest classes last, when asked for.
+std::vector<std::string> cells(const CompareRow& row, bool first, bool with_classes) {
+  std::vector<std::string> cells = {row_label(row),
+                                    fmt::format("{:.3f} s", row.wall_ns / 1e9),
+                                    first ? "-" : signed_percent(row.delta_pct),
+                                    format_bytes(static_cast<ByteCount>(std::llround(row.maxrss_kb)) * 1024),
+                                    opt_percent(row.allocator_share),
+                                    opt_percent(row.wait_share),
+                                    coverage_cell(row, first),
+                                    runs_cell(row)};
+  if (with_classes) cells.push_back(classes_cell(row));
+  return cells;
+}
+
+const std::vector<std::string> kColumns = {"row",     "wall",     "Δ wall", "max RSS", "allocator",
+                                           "waiting", "coverage", "ok",     "costliest classes"};
+const size_t kClassesColumn = kColumns.size() - 1;
+
+// The footnote: how the numbers were measured, and what each attribution column means.
+std::string footnote(const CompareResult& r) {
+  const std::string baseline = r.rows.empty() ? "the first row" : r.rows.front().spec.name;
+  return fmt::format(
+      "Every run had the allocscope shim preloaded, in every row: the same observer everywhere, so its overhead "
+      "(docs/overhead.md) is in every wall time. {} {} per row, interleaved (round-robin, each round in a rotated "
+      "order); wall (fork to exit) and max RSS (wait4) are medians of the runs that exited 0. Δ wall is against "
+      "{}.{} allocator: estimated time inside the allocator over the threads' time; waiting: its blocked share; "
+      "costliest classes: share of allocator time; coverage: the part of the thread-time gap to {} that the "
+      "allocator explains (allocscope diff of the median runs){}.",
+      r.runs_per_row, r.runs_per_row == 1 ? "run" : "runs", baseline,
+      r.sample_every ? fmt::format(" The shim timed calls with --sample {} in every row.", *r.sample_every) : "",
+      baseline,
+      [&] {
+        for (const auto& row : r.rows) {
+          if (small_gap(row)) return std::string("; * the gap is under 2 % of thread time, its coverage mostly noise");
+        }
+        return std::string();
+      }());
+}
+
+std::vector<std::string> all_notes(const CompareResult& r) {
+  std::vector<std::string> notes;
+  for (const auto& s : r.skipped) notes.push_back(fmt::format("skipped {}: {}", s.name, s.reason));
+  for (const auto& row : r.rows) {
+    if (!row.coverage && !row.coverage_reason.empty() && &row != &r.rows.front()) {
+      notes.push_back(fmt::format("{}: no coverage: {}", row.spec.name, row.coverage_reason));
+    }
+  }
+  notes.insert(notes.end(), r.notes.begin(), r.notes.end());
+  if (r.output_dir) notes.push_back(fmt::format("profiles and the runs' output: {}", printable(r.output_dir->string())));
+  return notes;
+}
+
+std::string markdown_cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+double rounded(double value, double scale) { return std::round(value * scale) / scale; }
+
+std::optional<double> rounded(const std::optional<double>& value, double scale) {
+  if (!value || !std::isfinite(*value)) return std::nullopt;
+  return rounded(*value, scale);
+}
+
+}  // namespace
+
+std::string compare_text(const CompareResult& r) {
+  std::string out = fmt::format("allocscope compare: {}\n\n", command_line(r.command));
+  // The costliest classes have long names: in text they get a table of their own.
+  std::vector<TextTable::Column> columns;
+  for (size_t i = 0; i < kClassesColumn; ++i) {
+    columns.push_back({kColumns[i], i == 0 ? TextTable::Align::Left : TextTable::Align::Right});
+  }
+  TextTable table(columns);
+  TextTable classes({{"", TextTable::Align::Left}, {"", TextTable::Align::Left}});
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    table.add_row(cells(r.rows[i], i == 0, false));
+    classes.add_row({row_label(r.rows[i]), classes_cell(r.rows[i])});
+  }
+  out += table.render();
+  out += "\nCostliest size classes (share of the allocator's time)\n" + classes.render();
+  const auto notes = all_notes(r);
+  if (!notes.empty()) {
+    out += "\nNotes\n";
+    for (const auto& note : notes) {
+      std::string item = wrap_words(note, kWidth, "    ");  // continuation lines under the text
+      out += item.replace(0, 4, "  - ");
+    }
+  }
+  out += "\n" + wrap_words(footnote(r), kWidth, "");
+  return out;
+}
+
+std::string compare_markdown(const CompareResult& r) {
+  std::string out = fmt::format("allocscope compare: `{}`\n\n", command_line(r.command));
+  std::string header = "|", rule = "|";
+  for (size_t i = 0; i < kColumns.size(); ++i) {
+    header += " " + kColumns[i] + " |";
+    rule += i == 0 || i + 1 == kColumns.size() ? " --- |" : " ---: |";
+  }
+  out += header + "\n" + rule + "\n";
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    std::string line = "|";
+    for (const auto& cell : cells(r.rows[i], i == 0, true)) line += " " + markdown_cell(cell) + " |";
+    out += line + "\n";
+  }
+  const auto notes = all_notes(r);
+  if (!notes.empty()) {
+    out += "\n";
+    for (const auto& note : notes) out += "- " + markdown_cell(note) + "\n";
+  }
+  out += "\n" + footnote(r) + "\n";
+  return out;
+}
+
+std::string compare_json(const CompareResult& r) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.field("schema", "allocscope-compare/1");
+  w.key("command").begin_array();
+  for (const auto& arg : r.command) w.value(arg);
+  w.end_array();
+  w.field("runs_per_row", r.runs_per_row);
+  w.field("sample_every", r.sample_every);
+  w.field("baseline", r.rows.empty() ? std::optional<std::string>() : r.rows.front().spec.name);
+  w.key("rows").begin_array();
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const CompareRow& row = r.rows[i];
+    w.begin_object();
+    w.field("name", row.spec.name).field("kind", row.spec.variant ? "variant" : "allocator");
+    w.field("program", row.spec.program.string());
+    w.field("allocator_library", row.spec.allocator ? std::optional<std::string>(row.spec.allocator->string())
+                                                    : std::nullopt);
+    w.field("allocator_seen", row.allocator_seen.empty() ? std::optional<std::string>() : row.allocator_seen);
+    w.field("wall_s", rounded(row.wall_ns / 1e9, 1e6));
+    w.field("maxrss_kb", static_cast<int64_t>(std::llround(row.maxrss_kb)));
+    w.field("delta_pct", rounded(row.delta_pct, 1e2));
+    w.field("allocator_share", rounded(row.allocator_share, 1e4));
+    w.field("allocator_share_error", rounded(row.allocator_error_share, 1e4));
+    w.field("wait_share", rounded(row.wait_share, 1e4));
+    w.field("timed_calls", row.timed_calls);
+    w.field("analysis_error", row.analysis_error.empty() ? std::optional<std::string>() : row.analysis_error);
+    w.key("top_classes").begin_array();
+    for (const auto& c : row.top_classes) {
+      w.begin_object();
+      w.field("label", c.label).field("time_ns", static_cast<int64_t>(std::llround(c.time_ns)));
+      w.field("share", rounded(c.share, 1e4));
+      w.end_object();
+    }
+    w.end_array();
+    w.field("coverage", rounded(row.coverage, 1e4));
+    w.field("wall_coverage", rounded(row.wall_coverage, 1e4));
+    w.field("thread_gap_share", rounded(row.thread_gap_share, 1e4));
+    w.field("coverage_reason", row.coverage_reason.empty() ? std::optional<std::string>() : row.coverage_reason);
+    w.field("ok_runs", row.ok_runs);
+    w.key("exit_statuses").begin_array();
+    for (const auto& run : row.runs) w.value(run.status);
+    w.end_array();
+    w.field("median_run", row.median_run ? std::optional<unsigned>(row.runs[*row.median_run].round + 1) : std::nullopt);
+    w.key("runs").begin_array();
+    for (const auto& run : row.runs) {
+      w.begin_object();
+      w.field("round", run.round + 1).field("wall_s", rounded(run.wall_ns / 1e9, 1e6));
+      w.field("maxrss_kb", static_cast<int64_t>(run.maxrss_kb)).field("status", run.status);
+      w.field("profile", run.profile ? std::optional<std::string>(run.profile->string()) : std::nullopt);
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("skipped").begin_array();
+  for (const auto& s : r.skipped) w.begin_object().field("name", s.name).field("reason", s.reason).end_object();
+  w.end_array();
+  w.key("notes").begin_array();
+  for (const auto& note : r.notes) w.value(note);
+  w.end_array();
+  w.field("output_dir", r.output_dir ? std::optional<std::string>(r.output_dir->string()) : std::nullopt);
+  w.field("exit_status", r.exit_status);
+  w.field("footnote", footnote(r));
+  w.end_object();
+  out += "\n";
+  return out;
+}
+
+}  // namespace allocscope
