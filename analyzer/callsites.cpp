@@ -222,7 +222,11 @@ std::string callsites_json(const CallSiteReport& r) {
 }
 
 std::string callsites_text(const CallSiteReport& r) {
-  std::string out = fmt::format("Call sites of {}\n", r.program.empty() ? r.file : r.program);
+  return fmt::format("Call sites of {}\n", r.program.empty() ? r.file : r.program) + callsites_body_text(r);
+}
+
+std::string callsites_body_text(const CallSiteReport& r) {
+  std::string out;
   if (r.stacks == 0) {
     out += "  This profile holds no call stacks: record with `allocscope record --stacks` (or --trace with\n"
            "  stacks) to attribute calls to call sites.\n";

@@ -262,13 +262,33 @@ std::string model_section(const CostReport& r) {
   return section("Model (docs/analysis.md)", body);
 }
 
+std::string shapes_section(const ReportDetails& d) {
+  if (!d.shapes) {
+    return section("Shapes", "  This profile holds no trace: shapes need a profile recorded with `allocscope record --trace`.\n");
+  }
+  const ShapeReport& s = *d.shapes;
+  std::string body = shapes_summary_text(s);
+  if (s.missing_records) body += fmt::format("  {} calls are missing from the trace\n", count(s.missing_records));
+  return section(fmt::format("Blocks (every call of the trace, {} calls)", count(s.calls)), body) +
+         section("Shapes, adjacent size classes merged (exact time of the traced calls)", shape_groups_text(s)) +
+         section("Shapes by size class, lifetime and thread", shape_rows_text(s));
+}
+
+std::string callsites_section(const ReportDetails& d) {
+  return section("Call sites: the costliest per size class", d.callsites ? callsites_body_text(*d.callsites) : "");
+}
+
 }  // namespace
 
-std::string report_text(const CostReport& r) {
+std::string report_text(const CostReport& r, const ReportDetails& details) {
   std::string out = header(r);
   out += section("Verdict", wrap(r.verdict.text, kWidth, "  "));
   if (r.by == ReportGrouping::Thread) {
     out += threads_time_section(r);
+  } else if (r.by == ReportGrouping::Shape) {
+    out += shapes_section(details);
+  } else if (r.by == ReportGrouping::Callsite) {
+    out += callsites_section(details);
   } else {
     out += classes_section(r);
   }
