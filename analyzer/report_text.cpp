@@ -34,19 +34,6 @@ std::string cell_dur(double ns) {
   return fmt::format("{:.{}f} {}", v, decimals, kUnits[unit]);
 }
 
-// At most `width` characters, "…" marking a cut.
-std::string fit(const std::string& text, size_t width) {
-  if (display_width(text) <= width) return text;
-  std::string out;
-  size_t shown = 0;
-  for (size_t i = 0; i < text.size() && shown + 1 < width; ++i) {
-    out += text[i];
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++shown;
-    while (i + 1 < text.size() && (static_cast<unsigned char>(text[i + 1]) & 0xC0) == 0x80) out += text[++i];
-  }
-  return out + "…";
-}
-
 std::string pct(double share) {
   if (!std::isfinite(share)) return "-";
   return fmt::format("{:.1f} %", 100 * share);
@@ -133,7 +120,7 @@ std::string class_label(const ClassRow& c, bool buckets) {
   if (display_width(label) <= kLabelWidth) return label;
   const size_t paren = label.find(" (");
   if (paren != std::string::npos && display_width(label.substr(0, paren)) <= kLabelWidth) return label.substr(0, paren);
-  return fit(label, kLabelWidth);
+  return fit_text(label, kLabelWidth);
 }
 
 // A share in a table cell: "12.3%".
@@ -275,7 +262,8 @@ std::string shapes_section(const ReportDetails& d) {
 }
 
 std::string callsites_section(const ReportDetails& d) {
-  return section("Call sites: the costliest per size class", d.callsites ? callsites_body_text(*d.callsites) : "");
+  return section("Call sites: the costliest per size class (whole chains: --json, or the callsites command)",
+                 d.callsites ? callsites_body_text(*d.callsites, kWidth) : "");
 }
 
 }  // namespace

@@ -27,6 +27,10 @@ class TextTable {
   // Every line starts with `indent`; columns are separated by two spaces; lines end with '\n'.
   std::string render(std::string_view indent = "  ") const;
 
+  // Cuts the cells of `column` (fit_text) so that render(indent) fits in `width` characters,
+  // keeping at least `min_width` of that column.
+  void shrink_to_fit(size_t column, size_t width, size_t min_width, std::string_view indent = "  ");
+
  private:
   std::vector<Column> columns_;
   std::vector<std::vector<std::string>> rows_;
@@ -34,5 +38,8 @@ class TextTable {
 
 // Display width of UTF-8 text (code points; no wide-character handling).
 size_t display_width(std::string_view text);
+
+// At most `width` characters of `text`, "…" marking a cut.
+std::string fit_text(const std::string& text, size_t width);
 
 }  // namespace allocscope

@@ -94,6 +94,10 @@ class ReportShapes(E2ETestCase):
                 self.assertRegex(out, r"medium-lived same-thread (5000–)?7000 B")
                 self.assertIn("short-lived same-thread 5000 B", out)
                 self.assertNotIn("Size classes: calls and latency", out)
+                for section in ("Verdict", "Blocks", "Contention", "Model"):
+                    self.assertIn(f"\n{section}", out)
+                for line in out.splitlines():
+                    self.assertLessEqual(len(line), 100, line)
 
     # ---- report --by callsite ----
 
@@ -126,6 +130,8 @@ class ReportShapes(E2ETestCase):
                 self.assertIn("Call sites: the costliest per size class", text)
                 for name in expected:
                     self.assertIn(name, text)
+                for line in text.splitlines():  # long call chains are cut, the JSON has them whole
+                    self.assertLessEqual(len(line), 100, line)
 
     def test_by_callsite_without_stacks_says_so(self):
         path = self.shapes_target("glibc", "sites")
@@ -155,6 +161,8 @@ class ReportShapes(E2ETestCase):
 
                 text = self.run_cli("report", path, "--by", "shape")
                 self.assertIn("short-lived same-thread 16–1039 B", text)
+                for line in text.splitlines():
+                    self.assertLessEqual(len(line), 100, line)
 
     # ---- diff by shape ----
 
