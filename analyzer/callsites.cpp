@@ -222,7 +222,11 @@ std::string callsites_json(const CallSiteReport& r) {
 }
 
 std::string callsites_text(const CallSiteReport& r) {
-  std::string out = fmt::format("Call sites of {}\n", r.program.empty() ? r.file : r.program);
+  return fmt::format("Call sites of {}\n", r.program.empty() ? r.file : r.program) + callsites_body_text(r);
+}
+
+std::string callsites_body_text(const CallSiteReport& r, size_t width) {
+  std::string out;
   if (r.stacks == 0) {
     out += "  This profile holds no call stacks: record with `allocscope record --stacks` (or --trace with\n"
            "  stacks) to attribute calls to call sites.\n";
@@ -246,6 +250,10 @@ std::string callsites_text(const CallSiteReport& r) {
                    c.leaked_blocks ? fmt::format("{} ({})", group_digits(c.leaked_blocks), format_bytes(c.leaked_bytes))
                                    : ""});
     last_class = cls;
+  }
+  if (width) {  // the chain gives way first, then where
+    table.shrink_to_fit(1, width, 20);
+    table.shrink_to_fit(2, width, 10);
   }
   out += table.render();
   return out;

@@ -90,6 +90,9 @@ CallSiteReport callsite_report(const StackCostSource& costs, const CallSiteOptio
 void write_callsite_fields(JsonWriter& w, const CallSiteReport& report);  // "callsites": […], …
 std::string callsites_json(const CallSiteReport& report);
 std::string callsites_text(const CallSiteReport& report);
+// callsites_text() without its title line: how many calls carry a stack, then the table (or why
+// there is none), for other reports; with `width`, call chains are cut to fit in that many columns.
+std::string callsites_body_text(const CallSiteReport& report, size_t width = 0);
 
 // `allocscope callsites FILE [--json] [--top N] [--no-lines]`.
 int callsites_command(CommandArgs args);

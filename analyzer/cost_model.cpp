@@ -411,6 +411,8 @@ const char* grouping_name(ReportGrouping by) {
     case ReportGrouping::Class: return "class";
     case ReportGrouping::Bucket: return "bucket";
     case ReportGrouping::Thread: return "thread";
+    case ReportGrouping::Shape: return "shape";
+    case ReportGrouping::Callsite: return "callsite";
   }
   return "class";
 }
@@ -728,6 +730,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   r.class_table_source = std::string(table->source());
   r.by = options.by;
   r.complete = profile.complete();
+  r.trace = profile.trace_mode() && !profile.trace_chunks.empty();
   if (const auto wall = profile.wall_ns()) r.wall_ns = static_cast<double>(*wall);
   r.threads = static_cast<uint32_t>(profile.threads_seen());
   r.sample_every = cal ? cal->sample_every : 0;

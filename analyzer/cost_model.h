@@ -28,10 +28,12 @@ namespace allocscope {
 
 class ClassTable;
 
-enum class ReportGrouping { Class, Bucket, Thread };
+// How `report` breaks the time down.  Shape (a trace's shapes) and Callsite (call sites per class)
+// come from the trace and the stacks, not from the cost model (report.h).
+enum class ReportGrouping { Class, Bucket, Thread, Shape, Callsite };
 
 struct CostOptions {
-  ReportGrouping by = ReportGrouping::Class;  // Class and Thread use the allocator's class table
+  ReportGrouping by = ReportGrouping::Class;  // all but Bucket use the allocator's class table
 };
 
 struct TimeSplit {
@@ -129,6 +131,7 @@ struct CostReport {
   std::string class_table, class_table_source;
   ReportGrouping by = ReportGrouping::Class;
   bool complete = false;
+  bool trace = false;                // the profile holds a trace (record --trace)
   std::optional<double> wall_ns;
   uint32_t threads = 0;
   uint64_t calls = 0, timed = 0;
@@ -148,6 +151,6 @@ struct CostReport {
 // Reads and analyzes one profile file; throws ProfileError.
 CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options = {});
 
-const char* grouping_name(ReportGrouping by);  // "class", "bucket", "thread"
+const char* grouping_name(ReportGrouping by);  // "class", "bucket", "thread", "shape", "callsite"
 
 }  // namespace allocscope

@@ -12,6 +12,7 @@
 #include "profile.h"
 #include "text_table.h"
 #include "thread_profile.h"
+#include "trace_analysis.h"
 #include "units.h"
 
 namespace allocscope {
@@ -23,7 +24,9 @@ constexpr std::string_view kUsage =
     "\n"
     "Compares two profiles of the same workload (say glibc's malloc and musl's): how much of the\n"
     "difference in run time the allocator explains, split into more calls / slower calls and\n"
-    "fast / slow / waiting, per size bucket and operation.\n";
+    "fast / slow / waiting, per size bucket and operation.  When both profiles were recorded\n"
+    "with --trace, also which shapes (size × lifetime × same/cross-thread free) the difference\n"
+    "comes from.\n";
 
 // Page faults: from the threads' rusage, less those taken inside allocator calls (estimated from
 // the calls that sampled rusage around themselves).
@@ -137,6 +140,23 @@ std::string make_verdict(const DiffReport& d) {
   return text;
 }
 
+// Splits the difference over the shapes of two traces, or says why it cannot.
+void attribute_to_shapes(DiffReport& d, const CostReport& base, const CostReport& other) {
+  if (!base.trace || !other.trace) {
+    const char* which = !base.trace && !other.trace ? "neither profile is" : !base.trace ? "BASE is not" : "OTHER is not";
+    d.shape_note = fmt::format("Shape attribution needs two profiles recorded with `allocscope record --trace`; "
+                               "{} a trace.", which);
+    return;
+  }
+  LoadOptions quiet;  // the cost model has warned about the files already
+  quiet.warn = [](std::string_view) {};
+  const Profile base_profile = load_profile(base.file, quiet);
+  const Profile other_profile = load_profile(other.file, quiet);
+  const ShapeReport base_shapes = shape_report(base_profile, analyze_trace(base_profile));
+  const ShapeReport other_shapes = shape_report(other_profile, analyze_trace(other_profile));
+  d.shape_gap = attribute_gap(base_shapes, other_shapes, class_table_of(base_profile));
+}
+
 }  // namespace
 
 DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other) {
@@ -199,6 +219,7 @@ DiffReport diff_profiles(const std::filesystem::path& base, const std::filesyste
     }
   }
   d.verdict = make_verdict(d);
+  attribute_to_shapes(d, rb, ro);
   return d;
 }
 
@@ -277,6 +298,8 @@ std::string diff_text(const DiffReport& d) {
   }
   out += "By operation\n";
   out += ops.render();
+  out += "\n";
+  out += d.shape_gap ? shape_gap_text(*d.shape_gap) : d.shape_note + "\n";
   return out;
 }
 
@@ -333,6 +356,13 @@ std::string diff_json(const DiffReport& d) {
   }
   w.end_array();
   w.field("verdict", d.verdict);
+  w.key("shape_gap");
+  if (d.shape_gap) {
+    write_shape_gap(w, *d.shape_gap);
+  } else {
+    w.null();
+    w.field("shape_note", d.shape_note);
+  }
   w.end_object();
   out += "\n";
   return out;

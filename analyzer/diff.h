@@ -10,6 +10,9 @@
 // lifetimes of the threads that allocate) against the allocator's thread time, and wall time against the allocator's
 // share of it — so eight threads waiting at once are not counted eight times against the wall.
 // coverage = attributed / measured.  Definitions: docs/analysis.md.
+// When both profiles are traces (record --trace), the difference in allocator time is also split
+// over shapes (shapes.h attribute_gap: size × lifetime × same/cross-thread); otherwise the report
+// says once that shape attribution needs traces.
 #pragma once
 #include <array>
 #include <filesystem>
@@ -19,6 +22,7 @@
 
 #include "cli.h"
 #include "cost_model.h"
+#include "shapes.h"
 
 namespace allocscope {
 
@@ -63,6 +67,8 @@ struct DiffReport {
   std::optional<double> coverage;        // attributed / measured (thread time)
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
   std::string verdict;
+  std::optional<ShapeGap> shape_gap;     // both profiles are traces
+  std::string shape_note;                // otherwise: why there is no attribution to shapes
 };
 
 DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other);

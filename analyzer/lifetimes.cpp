@@ -107,6 +107,8 @@ void LifetimeTracker::add_shape(const Block& b, LifetimeBand band, bool cross, u
     ShapeCounts& shape = (*shapes)[ShapeKey{shapes == &r_.shapes ? b.cls : b.bucket, band, cross}];
     ++shape.blocks;
     shape.bytes += b.size;
+    shape.min_size = std::min(shape.min_size, b.size);
+    shape.max_size = std::max(shape.max_size, b.size);
     shape.calls += calls;
     shape.ticks += ticks;
   }

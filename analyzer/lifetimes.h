@@ -66,6 +66,7 @@ struct ShapeCounts {
   uint64_t calls = 0;
   uint64_t ticks = 0;  // time of those calls
   ByteCount bytes = 0; // request sizes of the blocks
+  uint64_t min_size = ~uint64_t{0}, max_size = 0;  // smallest and largest request among them
 };
 
 struct ClassLifetimes {

@@ -10,20 +10,23 @@ namespace allocscope {
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: allocscope report FILE... [--json] [--by class|bucket|thread]\n"
+    "usage: allocscope report FILE... [--json] [--by class|bucket|thread|shape|callsite]\n"
     "\n"
     "Where the allocator's time goes: the estimated time inside the allocator and its share of\n"
     "the threads' time, split into fast path, slow-but-running and waiting; per size class; how\n"
     "much the threads serialize inside the allocator; and a short verdict.\n"
     "\n"
-    "  --json        one JSON document per FILE (an array of them for several FILEs)\n"
-    "  --by class    break the time down by the allocator's size classes (the default; size\n"
-    "                buckets when the allocator is not known)\n"
-    "  --by bucket   … by allocscope's log-linear size buckets\n"
-    "  --by thread   … by thread\n"
-    "  -h, --help    this help\n"
+    "  --json          one JSON document per FILE (an array of them for several FILEs)\n"
+    "  --by class      break the time down by the allocator's size classes (the default; size\n"
+    "                  buckets when the allocator is not known)\n"
+    "  --by bucket     … by allocscope's log-linear size buckets\n"
+    "  --by thread     … by thread\n"
+    "  --by shape      … by shape: size × lifetime × same/cross-thread free (needs a profile\n"
+    "                  recorded with --trace)\n"
+    "  --by callsite   … by call site: the costliest per size class (needs --stacks)\n"
+    "  -h, --help      this help\n"
     "\n"
-    "The definitions are in docs/analysis.md.\n";
+    "The definitions are in docs/analysis.md and docs/shapes.md.\n";
 
 struct ReportOptions {
   std::vector<std::string> files;
@@ -35,7 +38,9 @@ ReportGrouping parse_grouping(const std::string& value) {
   if (value == "class") return ReportGrouping::Class;
   if (value == "bucket") return ReportGrouping::Bucket;
   if (value == "thread") return ReportGrouping::Thread;
-  throw UsageError(fmt::format("report: --by takes class, bucket or thread, not '{}'", value));
+  if (value == "shape") return ReportGrouping::Shape;
+  if (value == "callsite") return ReportGrouping::Callsite;
+  throw UsageError(fmt::format("report: --by takes class, bucket, thread, shape or callsite, not '{}'", value));
 }
 
 std::optional<ReportOptions> parse(CommandArgs args) {
@@ -47,7 +52,7 @@ std::optional<ReportOptions> parse(CommandArgs args) {
     if (!options_done && arg == "--json") {
       options.json = true;
     } else if (!options_done && arg == "--by") {
-      if (i + 1 >= args.size()) throw UsageError("report: --by needs a value (class, bucket or thread)");
+      if (i + 1 >= args.size()) throw UsageError("report: --by needs a value (class, bucket, thread, shape or callsite)");
       options.by = parse_grouping(args[++i]);
     } else if (!options_done && arg.rfind("--by=", 0) == 0) {
       options.by = parse_grouping(arg.substr(5));
@@ -78,8 +83,9 @@ int report_command(CommandArgs args) {
   if (options->json && many) out += "[\n";
   for (size_t i = 0; i < options->files.size(); ++i) {
     const CostReport report = analyze_profile(options->files[i], cost);
+    const ReportDetails details = report_details(report);
     if (options->json) {
-      std::string doc = report_json(report);
+      std::string doc = report_json(report, details);
       if (many) {
         while (!doc.empty() && doc.back() == '\n') doc.pop_back();
         doc += i + 1 < options->files.size() ? ",\n" : "\n";
@@ -87,7 +93,7 @@ int report_command(CommandArgs args) {
       out += doc;
     } else {
       if (i > 0) out += "\n";
-      out += report_text(report);
+      out += report_text(report, details);
     }
   }
   if (options->json && many) out += "]\n";

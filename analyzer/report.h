@@ -1,5 +1,5 @@
-// report.h — `allocscope report FILE… [--json] [--by class|bucket|thread]`: where the allocator's
-// time goes, and why.
+// report.h — `allocscope report FILE… [--json] [--by class|bucket|thread|shape|callsite]`: where
+// the allocator's time goes, and why.
 //
 // report_text() renders a CostReport (cost_model.h) as aligned tables that fit in 100 columns:
 // a header (program, libc, allocator, wall time, threads, calls, the estimated allocator time and
@@ -7,16 +7,33 @@
 // contention section (waiting share, serialization index, latency by threads inside, per-thread
 // table) and notes on the model.  report_json() renders the same numbers as one JSON document;
 // its schema is documented in docs/analysis.md.
+//
+// A report also shows what the cost model does not know (ReportDetails): the shapes of a trace
+// (shapes.h) for every profile recorded with --trace — in JSON always, in text with --by shape —
+// and with --by callsite the costliest call sites per size class (callsites.h).
 #pragma once
+#include <filesystem>
+#include <optional>
 #include <string>
 
+#include "callsites.h"
 #include "cli.h"
 #include "cost_model.h"
+#include "shapes.h"
 
 namespace allocscope {
 
-std::string report_text(const CostReport& report);
-std::string report_json(const CostReport& report);
+struct ReportDetails {
+  std::optional<ShapeReport> shapes;        // the profile holds a trace
+  std::optional<CallSiteReport> callsites;  // --by callsite
+};
+
+// Reads what `report` needs beyond the cost model: a trace's shapes (one pass over the trace), and
+// for --by callsite the call sites (from that same pass for a trace).  Throws ProfileError.
+ReportDetails report_details(const CostReport& report);
+
+std::string report_text(const CostReport& report, const ReportDetails& details = {});
+std::string report_json(const CostReport& report, const ReportDetails& details = {});
 
 // The subcommand: `args` are the arguments after "report".  Returns the exit status.
 int report_command(CommandArgs args);

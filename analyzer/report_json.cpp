@@ -108,7 +108,7 @@ void write_model(JsonWriter& w, const ModelNotes& m) {
 
 }  // namespace
 
-std::string report_json(const CostReport& r) {
+std::string report_json(const CostReport& r, const ReportDetails& details) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
@@ -139,6 +139,14 @@ std::string report_json(const CostReport& r) {
   for (const ThreadRow& t : r.threads_rows) write_thread(w, t);
   w.end_array();
   write_model(w, r.model);
+  if (details.shapes) {
+    w.field("has_trace", true);
+    write_shape_fields(w, *details.shapes);
+    write_shape_groups(w, *details.shapes);
+  } else if (r.by == ReportGrouping::Shape) {
+    w.field("has_trace", false).key("shapes").null().key("shape_groups").null();
+  }
+  if (details.callsites) write_callsite_fields(w, *details.callsites);
   w.end_object();
   out += '\n';
   return out;

@@ -34,19 +34,6 @@ std::string cell_dur(double ns) {
   return fmt::format("{:.{}f} {}", v, decimals, kUnits[unit]);
 }
 
-// At most `width` characters, "…" marking a cut.
-std::string fit(const std::string& text, size_t width) {
-  if (display_width(text) <= width) return text;
-  std::string out;
-  size_t shown = 0;
-  for (size_t i = 0; i < text.size() && shown + 1 < width; ++i) {
-    out += text[i];
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++shown;
-    while (i + 1 < text.size() && (static_cast<unsigned char>(text[i + 1]) & 0xC0) == 0x80) out += text[++i];
-  }
-  return out + "…";
-}
-
 std::string pct(double share) {
   if (!std::isfinite(share)) return "-";
   return fmt::format("{:.1f} %", 100 * share);
@@ -112,7 +99,7 @@ std::string class_label(const ClassRow& c, bool buckets) {
   if (display_width(label) <= kLabelWidth) return label;
   const size_t paren = label.find(" (");
   if (paren != std::string::npos && display_width(label.substr(0, paren)) <= kLabelWidth) return label.substr(0, paren);
-  return fit(label, kLabelWidth);
+  return fit_text(label, kLabelWidth);
 }
 
 // A share in a table cell: "12.3%".
@@ -241,13 +228,34 @@ std::string model_section(const CostReport& r) {
   return section("Model (docs/analysis.md)", body);
 }
 
+std::string shapes_section(const ReportDetails& d) {
+  if (!d.shapes) {
+    return section("Shapes", "  This profile holds no trace: shapes need a profile recorded with `allocscope record --trace`.\n");
+  }
+  const ShapeReport& s = *d.shapes;
+  std::string body = shapes_summary_text(s);
+  if (s.missing_records) body += fmt::format("  {} calls are missing from the trace\n", count(s.missing_records));
+  return section(fmt::format("Blocks (every call of the trace, {} calls)", count(s.calls)), body) +
+         section("Shapes, adjacent size classes merged (exact time of the traced calls)", shape_groups_text(s)) +
+         section("Shapes by size class, lifetime and thread", shape_rows_text(s));
+}
+
+std::string callsites_section(const ReportDetails& d) {
+  return section("Call sites: the costliest per size class (whole chains: --json, or the callsites command)",
+                 d.callsites ? callsites_body_text(*d.callsites, kWidth) : "");
+}
+
 }  // namespace
 
-std::string report_text(const CostReport& r) {
+std::string report_text(const CostReport& r, const ReportDetails& details) {
   std::string out = header(r);
   out += section("Verdict", wrap_words(r.verdict.text, kWidth, "  "));
   if (r.by == ReportGrouping::Thread) {
     out += threads_time_section(r);
+  } else if (r.by == ReportGrouping::Shape) {
+    out += shapes_section(details);
+  } else if (r.by == ReportGrouping::Callsite) {
+    out += callsites_section(details);
   } else {
     out += classes_section(r);
   }

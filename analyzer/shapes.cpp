@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "allocscope/buckets.h"
 #include "text_table.h"
@@ -38,6 +40,8 @@ std::vector<ShapeRow> shape_rows(const std::map<ShapeKey, ShapeCounts>& shapes, 
     row.calls = counts.calls;
     row.time_ns = clock.to_ns(counts.ticks);
     row.bytes = counts.bytes;
+    row.min_size = counts.blocks ? counts.min_size : 0;
+    row.max_size = counts.max_size;
     rows.push_back(std::move(row));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const ShapeRow& a, const ShapeRow& b) {
@@ -70,6 +74,45 @@ std::string sparkline(const std::vector<double>& values) {
   }
   return out;
 }
+
+// Fine shapes merged across adjacent classes (shape_groups.h), by time, most first.
+std::vector<ShapeGroupRow> group_rows(const std::vector<ShapeRow>& shapes) {
+  std::set<ShapeCell> cells;
+  for (const ShapeRow& s : shapes) cells.insert({shape_group_key(s.band, s.cross_thread), s.cls});
+  const auto runs = class_runs(cells);
+  std::map<ShapeCell, ShapeGroupRow> groups;  // by (key, first class of the run)
+  std::map<ShapeCell, std::set<uint32_t>> classes;
+  for (const ShapeRow& s : shapes) {
+    const ShapeGroupKey key = shape_group_key(s.band, s.cross_thread);
+    const ShapeCell run{key, runs.at({key, s.cls})};
+    ShapeGroupRow& g = groups[run];
+    if (g.blocks == 0 || s.min_size < g.lo) g.lo = s.min_size;
+    g.hi = std::max(g.hi, s.max_size);
+    g.key = key;
+    g.blocks += s.blocks;
+    g.calls += s.calls;
+    g.time_ns += s.time_ns;
+    g.bytes += s.bytes;
+    classes[run].insert(s.cls);
+  }
+  std::vector<ShapeGroupRow> rows;
+  for (auto& [run, g] : groups) {
+    g.classes = static_cast<uint32_t>(classes[run].size());
+    rows.push_back(g);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const ShapeGroupRow& a, const ShapeGroupRow& b) {
+    if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
+    return a.calls > b.calls;
+  });
+  return rows;
+}
+
+// Requested sizes, exact: "16–1039 B", "3000 B".
+std::string request_range_text(uint64_t lo, uint64_t hi) {
+  return lo == hi ? fmt::format("{} B", lo) : fmt::format("{}–{} B", lo, hi);
+}
+
+std::string thread_pattern(bool cross_thread) { return cross_thread ? "cross-thread" : "same-thread"; }
 
 }  // namespace
 
@@ -126,6 +169,7 @@ ShapeReport shape_report(const Profile& profile, const TraceAnalysis& a) {
     row.hi = bucket_hi(b);
     row.label = fmt::format("bucket {}", b);
   });
+  r.groups = group_rows(r.shapes);
 
   for (size_t c = 0; c < l.classes.size(); ++c) {
     const ClassLifetimes& cl = l.classes[c];
@@ -217,6 +261,7 @@ void write_shape_row(JsonWriter& w, const ShapeRow& s) {
   w.field("label", s.label).field("lifetime", lifetime_band_name(s.band));
   w.field("cross_thread", s.cross_thread).field("blocks", s.blocks).field("calls", s.calls);
   w.field("time_ns", s.time_ns).field("bytes", s.bytes);
+  w.field("min_size", s.min_size).field("max_size", s.max_size);
   w.end_object();
 }
 
@@ -298,12 +343,37 @@ void write_shape_fields(JsonWriter& w, const ShapeReport& r) {
   w.end_object();
 }
 
+void write_shape_groups(JsonWriter& w, const ShapeReport& r) {
+  uint64_t calls = 0, time = 0;
+  for (const ShapeGroupRow& g : r.groups) {
+    calls += g.calls;
+    time += g.time_ns;
+  }
+  auto share = [](uint64_t part, uint64_t total) {
+    return total ? std::round(static_cast<double>(part) / static_cast<double>(total) * 1e4) / 1e4 : 0.0;
+  };
+  w.key("shape_groups").begin_array();
+  for (const ShapeGroupRow& g : r.groups) {
+    w.begin_object();
+    w.field("lo", g.lo).field("hi", g.hi).field("lifetime", lifetime_group_name(g.key.group));
+    w.field("cross_thread", g.key.cross_thread).field("classes", g.classes);
+    w.field("description", describe_shape_group(g.lo, g.hi, g.key));
+    w.field("blocks", g.blocks).field("calls", g.calls).field("time_ns", g.time_ns).field("bytes", g.bytes);
+    w.field("call_share", share(g.calls, calls)).field("time_share", share(g.time_ns, time));
+    w.end_object();
+  }
+  w.end_array();
+}
+
 std::string shapes_json(const ShapeReport& r) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
   w.field("file", r.file).field("program", r.program).field("has_trace", r.trace);
-  if (r.trace) write_shape_fields(w, r);
+  if (r.trace) {
+    write_shape_fields(w, r);
+    write_shape_groups(w, r);
+  }
   w.end_object();
   out += '\n';
   return out;
@@ -311,17 +381,7 @@ std::string shapes_json(const ShapeReport& r) {
 
 // ---- text ----
 
-std::string shapes_text(const ShapeReport& r) {
-  std::string out = fmt::format("Shapes of {}\n", r.program.empty() ? r.file : r.program);
-  if (!r.trace) {
-    out += "  This profile holds no trace: record with `allocscope record --trace` to see shapes.\n";
-    return out;
-  }
-  out += fmt::format("  {} calls on {} threads; classes of {} ({})\n", group_digits(r.calls), r.threads,
-                     r.class_table, r.class_table_source);
-  if (r.missing_records) out += fmt::format("  {} calls are missing from the trace\n", group_digits(r.missing_records));
-  out += '\n';
-
+std::string shapes_summary_text(const ShapeReport& r) {
   TextTable summary({{"", Align::Left}, {"", Align::Left}});
   summary.add_row({"blocks", fmt::format("{} obtained, {} freed ({} by another thread), {} resized by realloc",
                                          group_digits(r.blocks), group_digits(r.frees),
@@ -350,23 +410,61 @@ std::string shapes_text(const ShapeReport& r) {
                                cs.serialization_index
                                    ? fmt::format("; serialization index {:.2f}", *cs.serialization_index)
                                    : "")});
-  out += summary.render();
+  return summary.render();
+}
 
-  out += "\nShapes, by allocator time\n";
+std::string shape_groups_text(const ShapeReport& r, size_t rows) {
+  uint64_t calls = 0, time = 0;
+  for (const ShapeGroupRow& g : r.groups) {
+    calls += g.calls;
+    time += g.time_ns;
+  }
+  TextTable table({{"shape", Align::Left}, {"classes"}, {"blocks"}, {"calls"}, {"calls %"}, {"time"}, {"time %"}});
+  for (size_t i = 0; i < r.groups.size() && i < rows; ++i) {
+    const ShapeGroupRow& g = r.groups[i];
+    table.add_row({describe_shape_group(g.lo, g.hi, g.key), group_digits(g.classes), group_digits(g.blocks),
+                   group_digits(g.calls), calls ? percent(static_cast<double>(g.calls) / static_cast<double>(calls)) : "-",
+                   format_duration_ns(static_cast<double>(g.time_ns)),
+                   time ? percent(static_cast<double>(g.time_ns) / static_cast<double>(time)) : "-"});
+  }
+  std::string out = table.render();
+  if (r.groups.size() > rows) out += fmt::format("  … {} more (--json lists all)\n", r.groups.size() - rows);
+  return out;
+}
+
+std::string shape_rows_text(const ShapeReport& r, size_t rows) {
   TextTable shapes({{"size class", Align::Left}, {"lifetime", Align::Left}, {"freed by", Align::Left},
                     {"blocks"}, {"calls"}, {"time"}, {"share"}});
   uint64_t total = 0;
   for (const ShapeRow& s : r.shapes) total += s.time_ns;
-  size_t shown = 0;
-  for (const ShapeRow& s : r.shapes) {
-    if (++shown > 20) break;
+  for (size_t i = 0; i < r.shapes.size() && i < rows; ++i) {
+    const ShapeRow& s = r.shapes[i];
     shapes.add_row({size_range_text(s.lo, s.hi), lifetime_band_label(s.band),
                     s.band == LifetimeBand::Leaked ? "-" : (s.cross_thread ? "other thread" : "same thread"),
                     group_digits(s.blocks), group_digits(s.calls), format_duration_ns(static_cast<double>(s.time_ns)),
                     total ? percent(static_cast<double>(s.time_ns) / static_cast<double>(total)) : "-"});
   }
-  out += shapes.render();
-  if (r.shapes.size() > 20) out += fmt::format("  … {} more shapes (--json lists all)\n", r.shapes.size() - 20);
+  std::string out = shapes.render();
+  if (r.shapes.size() > rows) out += fmt::format("  … {} more shapes (--json lists all)\n", r.shapes.size() - rows);
+  return out;
+}
+
+std::string shapes_text(const ShapeReport& r) {
+  std::string out = fmt::format("Shapes of {}\n", r.program.empty() ? r.file : r.program);
+  if (!r.trace) {
+    out += "  This profile holds no trace: record with `allocscope record --trace` to see shapes.\n";
+    return out;
+  }
+  out += fmt::format("  {} calls on {} threads; classes of {} ({})\n", group_digits(r.calls), r.threads,
+                     r.class_table, r.class_table_source);
+  if (r.missing_records) out += fmt::format("  {} calls are missing from the trace\n", group_digits(r.missing_records));
+  out += '\n';
+  out += shapes_summary_text(r);
+
+  out += "\nShapes, adjacent size classes merged, by allocator time\n";
+  out += shape_groups_text(r);
+  out += "\nShapes by size class, lifetime and thread, by allocator time\n";
+  out += shape_rows_text(r);
 
   out += "\nLifetimes by size class\n";
   TextTable classes({{"size class", Align::Left}, {"blocks"}, {"cross"}, {"leaked"}, {"<1µs"}, {"<10µs"},
@@ -390,7 +488,7 @@ std::string shapes_text(const ShapeReport& r) {
     }
     out += fmt::format("\nOver time ({} per character)\n", format_duration_ns(static_cast<double>(r.slot_ns)));
     out += fmt::format("  live bytes      |{}| peak {}\n", sparkline(live), format_bytes(r.peak_live_bytes));
-    out += fmt::format("  threads inside  |{}| at most {}\n", sparkline(inside), cs.max_inside);
+    out += fmt::format("  threads inside  |{}| at most {}\n", sparkline(inside), r.concurrency.max_inside);
   }
   return out;
 }
@@ -406,9 +504,18 @@ std::string describe_shape(uint64_t lo, uint64_t hi, LifetimeBand band, bool cro
                      size_range_text(lo, hi));
 }
 
+std::string describe_shape_group(uint64_t lo, uint64_t hi, ShapeGroupKey key) {
+  if (key.group == LifetimeGroup::Leaked) return fmt::format("leaked {}", request_range_text(lo, hi));
+  const char* life = key.group == LifetimeGroup::Short    ? "short-lived"
+                     : key.group == LifetimeGroup::Medium ? "medium-lived"
+                                                          : "long-lived";
+  return fmt::format("{} {} {}", life, thread_pattern(key.cross_thread), request_range_text(lo, hi));
+}
+
 ShapeGap attribute_gap(const ShapeReport& base, const ShapeReport& other, const ClassTable& table) {
   struct Acc {
     uint64_t base_calls = 0, other_calls = 0, base_ns = 0, other_ns = 0;
+    uint64_t min_size = ~uint64_t{0}, max_size = 0;
   };
   std::map<ShapeKey, Acc> acc;
   ShapeGap gap;
@@ -419,16 +526,31 @@ ShapeGap attribute_gap(const ShapeReport& base, const ShapeReport& other, const 
       (is_base ? a.base_calls : a.other_calls) += s.calls;
       (is_base ? a.base_ns : a.other_ns) += s.time_ns;
       (is_base ? gap.base_ns : gap.other_ns) += s.time_ns;
+      if (s.blocks) {
+        a.min_size = std::min(a.min_size, s.min_size);
+        a.max_size = std::max(a.max_size, s.max_size);
+      }
     }
   };
   add(base.bucket_shapes, true);
   add(other.bucket_shapes, false);
   gap.gap_ns = static_cast<double>(gap.other_ns) - static_cast<double>(gap.base_ns);
+  auto share_of = [&](double delta) { return gap.gap_ns != 0 ? delta / gap.gap_ns : 0; };
+
+  std::set<ShapeCell> cells;
+  for (const auto& [key, a] : acc) cells.insert({shape_group_key(key.band, key.cross_thread), key.cls});
+  const auto runs = class_runs(cells);
+  std::map<ShapeCell, ShapeGapGroup> groups;
+  std::map<ShapeCell, std::set<uint32_t>> group_classes;
+
   const auto classes = table.classes();
   for (const auto& [key, a] : acc) {
     ShapeGapRow row;
+    row.cls = key.cls;
     row.lo = classes[key.cls].lo;
     row.hi = classes[key.cls].hi;
+    row.min_size = a.max_size ? a.min_size : 0;
+    row.max_size = a.max_size;
     row.band = key.band;
     row.cross_thread = key.cross_thread;
     row.base_calls = a.base_calls;
@@ -436,19 +558,51 @@ ShapeGap attribute_gap(const ShapeReport& base, const ShapeReport& other, const 
     row.base_ns = a.base_ns;
     row.other_ns = a.other_ns;
     row.delta_ns = static_cast<double>(a.other_ns) - static_cast<double>(a.base_ns);
+
+    const ShapeGroupKey group_key = shape_group_key(key.band, key.cross_thread);
+    const ShapeCell run{group_key, runs.at({group_key, key.cls})};
+    ShapeGapGroup& g = groups[run];
+    if (group_classes[run].empty() || row.min_size < g.lo) g.lo = row.min_size;
+    group_classes[run].insert(key.cls);
+    g.key = group_key;
+    g.hi = std::max(g.hi, row.max_size);
+    g.base_calls += row.base_calls;
+    g.other_calls += row.other_calls;
+    g.base_ns += row.base_ns;
+    g.other_ns += row.other_ns;
+
     if (row.delta_ns == 0) continue;
-    row.share = gap.gap_ns != 0 ? row.delta_ns / gap.gap_ns : 0;
+    row.share = share_of(row.delta_ns);
     gap.rows.push_back(row);
   }
-  std::stable_sort(gap.rows.begin(), gap.rows.end(), [](const ShapeGapRow& a, const ShapeGapRow& b) {
-    return std::abs(a.delta_ns) > std::abs(b.delta_ns);
-  });
+  for (auto& [run, g] : groups) {
+    g.classes = static_cast<uint32_t>(group_classes[run].size());
+    g.delta_ns = static_cast<double>(g.other_ns) - static_cast<double>(g.base_ns);
+    if (g.delta_ns == 0) continue;
+    g.share = share_of(g.delta_ns);
+    gap.groups.push_back(g);
+  }
+  auto by_delta = [](const auto& a, const auto& b) { return std::abs(a.delta_ns) > std::abs(b.delta_ns); };
+  std::stable_sort(gap.rows.begin(), gap.rows.end(), by_delta);
+  std::stable_sort(gap.groups.begin(), gap.groups.end(), by_delta);
   return gap;
 }
 
 void write_shape_gap(JsonWriter& w, const ShapeGap& gap) {
   w.begin_object();
   w.field("base_ns", gap.base_ns).field("other_ns", gap.other_ns).field("gap_ns", gap.gap_ns);
+  w.key("groups").begin_array();
+  for (const ShapeGapGroup& g : gap.groups) {
+    w.begin_object();
+    w.field("lo", g.lo).field("hi", g.hi).field("lifetime", lifetime_group_name(g.key.group));
+    w.field("cross_thread", g.key.cross_thread).field("classes", g.classes);
+    w.field("description", describe_shape_group(g.lo, g.hi, g.key));
+    w.field("base_calls", g.base_calls).field("other_calls", g.other_calls);
+    w.field("base_ns", g.base_ns).field("other_ns", g.other_ns).field("delta_ns", g.delta_ns);
+    w.field("share", g.share);
+    w.end_object();
+  }
+  w.end_array();
   w.key("shapes").begin_array();
   for (const ShapeGapRow& s : gap.rows) {
     w.begin_object();
@@ -465,18 +619,34 @@ void write_shape_gap(JsonWriter& w, const ShapeGap& gap) {
   w.end_object();
 }
 
+namespace {
+
+std::string signed_duration(double ns) {
+  return fmt::format("{}{}", ns >= 0 ? "+" : "−", format_duration_ns(std::abs(ns)));
+}
+
+}  // namespace
+
 std::string shape_gap_text(const ShapeGap& gap, size_t rows) {
-  std::string out = fmt::format("Allocator time {} → {} ({}{}), by shape:\n",
+  std::string out = fmt::format("Allocator time of the traced calls {} → {} ({}), by shape:\n",
                                 format_duration_ns(static_cast<double>(gap.base_ns)),
-                                format_duration_ns(static_cast<double>(gap.other_ns)), gap.gap_ns >= 0 ? "+" : "−",
-                                format_duration_ns(std::abs(gap.gap_ns)));
+                                format_duration_ns(static_cast<double>(gap.other_ns)), signed_duration(gap.gap_ns));
+  TextTable merged({{"shape (adjacent size classes merged)", Align::Left}, {"before"}, {"after"}, {"difference"},
+                    {"of the gap"}});
+  for (size_t i = 0; i < gap.groups.size() && i < rows; ++i) {
+    const ShapeGapGroup& g = gap.groups[i];
+    merged.add_row({describe_shape_group(g.lo, g.hi, g.key), format_duration_ns(static_cast<double>(g.base_ns)),
+                    format_duration_ns(static_cast<double>(g.other_ns)), signed_duration(g.delta_ns),
+                    percent(g.share)});
+  }
+  out += merged.render();
+  out += "\nBy size class (of the first profile) and lifetime band:\n";
   TextTable table({{"shape", Align::Left}, {"before"}, {"after"}, {"difference"}, {"of the gap"}});
   for (size_t i = 0; i < gap.rows.size() && i < rows; ++i) {
     const ShapeGapRow& s = gap.rows[i];
     table.add_row({describe_shape(s.lo, s.hi, s.band, s.cross_thread),
                    format_duration_ns(static_cast<double>(s.base_ns)),
-                   format_duration_ns(static_cast<double>(s.other_ns)),
-                   fmt::format("{}{}", s.delta_ns >= 0 ? "+" : "−", format_duration_ns(std::abs(s.delta_ns))),
+                   format_duration_ns(static_cast<double>(s.other_ns)), signed_duration(s.delta_ns),
                    percent(s.share)});
   }
   out += table.render();

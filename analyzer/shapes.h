@@ -16,9 +16,12 @@
 //       "cross_thread_frees", "same_thread_frees", "leaked_blocks", "leaked_bytes",
 //       "peak_live_bytes", "shapes": [{"lo","hi","label","lifetime","cross_thread","blocks",
 //       "calls","time_ns","bytes"}], and "trace": {everything else, see shapes.cpp}.
+//   write_shape_groups()  writes "shape_groups": the shapes merged across adjacent size classes
+//       (shape_groups.h), which is how `report --by shape` lists them.
 //   attribute_gap()       splits the difference in allocator time between two traces over the
-//       shapes (size range of the *base* profile's classes × lifetime band × thread pattern), so
-//       that a diff can say "short-lived same-thread 16–1032 B: 91 % of the gap".
+//       shapes (size range of the *base* profile's classes × lifetime band × thread pattern), and
+//       over the merged shapes, so that a diff can say "short-lived same-thread 16–1039 B: 91 % of
+//       the gap".
 #pragma once
 #include <array>
 #include <cstdint>
@@ -31,6 +34,7 @@
 #include "cli.h"
 #include "json_writer.h"
 #include "lifetimes.h"
+#include "shape_groups.h"
 #include "trace_analysis.h"
 
 namespace allocscope {
@@ -41,6 +45,17 @@ struct ShapeRow {
   std::string label;         // the class's label in its table
   LifetimeBand band = LifetimeBand::Under1us;
   bool cross_thread = false;
+  uint64_t blocks = 0, calls = 0;
+  uint64_t time_ns = 0;
+  ByteCount bytes = 0;
+  uint64_t min_size = 0, max_size = 0;  // smallest and largest request of its blocks
+};
+
+// Fine shapes merged across adjacent size classes (shape_groups.h).
+struct ShapeGroupRow {
+  ShapeGroupKey key;
+  uint64_t lo = 0, hi = 0;   // smallest and largest request of its blocks
+  uint32_t classes = 0;      // size classes merged
   uint64_t blocks = 0, calls = 0;
   uint64_t time_ns = 0;
   ByteCount bytes = 0;
@@ -104,6 +119,7 @@ struct ShapeReport {
 
   std::vector<ShapeRow> shapes;            // by time, most first
   std::vector<ShapeRow> bucket_shapes;     // the same by size bucket (for comparisons)
+  std::vector<ShapeGroupRow> groups;       // shapes merged across adjacent classes, by time
   std::vector<ClassLifetimeRow> classes;   // non-empty classes in size order
   ChainSummary realloc;
   uint64_t slot_ns = 0;
@@ -116,11 +132,21 @@ ShapeReport shape_report(const Profile& profile, const TraceAnalysis& analysis);
 ShapeReport analyze_shapes(const std::filesystem::path& path, const TraceOptions& options = {});
 
 void write_shape_fields(JsonWriter& w, const ShapeReport& report);
+// "shape_groups": [{"lo","hi","lifetime","cross_thread","classes","description","blocks","calls",
+// "time_ns","bytes","call_share","time_share"}], by time.
+void write_shape_groups(JsonWriter& w, const ShapeReport& report);
 std::string shapes_json(const ShapeReport& report);
 std::string shapes_text(const ShapeReport& report);
+// Parts of shapes_text() for other reports: the summary lines (blocks, leaks, live bytes, realloc
+// chains, threads inside), the merged shapes, and the first `rows` fine shapes.
+std::string shapes_summary_text(const ShapeReport& report);
+std::string shape_groups_text(const ShapeReport& report, size_t rows = 10);
+std::string shape_rows_text(const ShapeReport& report, size_t rows = 20);
 
 struct ShapeGapRow {
+  uint32_t cls = 0;          // in the base profile's table
   uint64_t lo = 0, hi = 0;   // the size range (a class of the base profile's table)
+  uint64_t min_size = 0, max_size = 0;  // requests seen in either profile
   LifetimeBand band = LifetimeBand::Under1us;
   bool cross_thread = false;
   uint64_t base_calls = 0, other_calls = 0;
@@ -129,10 +155,22 @@ struct ShapeGapRow {
   double share = 0;          // delta / the total gap (signed; the shares add up to 1)
 };
 
+// The same merged across adjacent classes (shape_groups.h).
+struct ShapeGapGroup {
+  ShapeGroupKey key;
+  uint64_t lo = 0, hi = 0;   // smallest and largest request seen in either profile
+  uint32_t classes = 0;
+  uint64_t base_calls = 0, other_calls = 0;
+  uint64_t base_ns = 0, other_ns = 0;
+  double delta_ns = 0;
+  double share = 0;
+};
+
 struct ShapeGap {
   uint64_t base_ns = 0, other_ns = 0;  // time in all shapes
   double gap_ns = 0;                   // other - base
   std::vector<ShapeGapRow> rows;       // by |delta|, largest first; zero rows left out
+  std::vector<ShapeGapGroup> groups;   // likewise
 };
 
 // Time of `other` minus time of `base`, shape by shape (each regrouped from size buckets into
@@ -141,7 +179,11 @@ ShapeGap attribute_gap(const ShapeReport& base, const ShapeReport& other, const 
 // "short-lived (< 1 µs) same-thread 16–1032 B": bands below 10 µs are short-lived, below 1 s
 // medium-lived, the rest long-lived; leaked blocks are "leaked 16–1032 B".
 std::string describe_shape(uint64_t lo, uint64_t hi, LifetimeBand band, bool cross_thread);
+// "short-lived same-thread 16–1039 B", "leaked 9000 B".
+std::string describe_shape_group(uint64_t lo, uint64_t hi, ShapeGroupKey key);
+// {"base_ns","other_ns","gap_ns","groups":[…],"shapes":[…]}
 void write_shape_gap(JsonWriter& w, const ShapeGap& gap);
+// The merged shapes, then the first `rows` fine ones.
 std::string shape_gap_text(const ShapeGap& gap, size_t rows = 10);
 
 // "16–24 B", "1 KiB–1.5 KiB", "≥ 14 EiB", "48 B".

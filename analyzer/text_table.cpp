@@ -13,6 +13,18 @@ size_t display_width(std::string_view text) {
   }));
 }
 
+std::string fit_text(const std::string& text, size_t width) {
+  if (display_width(text) <= width) return text;
+  std::string out;
+  size_t shown = 0;
+  for (size_t i = 0; i < text.size() && shown + 1 < width; ++i) {
+    out += text[i];
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++shown;
+    while (i + 1 < text.size() && (static_cast<unsigned char>(text[i + 1]) & 0xC0) == 0x80) out += text[++i];
+  }
+  return out + "…";
+}
+
 void TextTable::add_row(std::vector<std::string> cells) {
   if (cells.size() > columns_.size()) throw std::logic_error("TextTable: row wider than the table");
   cells.resize(columns_.size());
@@ -30,6 +42,19 @@ void append_cell(std::string& line, std::string_view text, size_t width, TextTab
 }
 
 }  // namespace
+
+void TextTable::shrink_to_fit(size_t column, size_t width, size_t min_width, std::string_view indent) {
+  if (column >= columns_.size()) throw std::logic_error("TextTable: no such column");
+  size_t others = display_width(indent) + 2 * (columns_.size() - 1);
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    if (c == column) continue;
+    size_t w = display_width(columns_[c].title);
+    for (const auto& row : rows_) w = std::max(w, display_width(row[c]));
+    others += w;
+  }
+  const size_t budget = std::max({min_width, display_width(columns_[column].title), width > others ? width - others : 0});
+  for (auto& row : rows_) row[column] = fit_text(row[column], budget);
+}
 
 std::string TextTable::render(std::string_view indent) const {
   const bool has_header = std::any_of(columns_.begin(), columns_.end(),

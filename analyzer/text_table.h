@@ -27,6 +27,10 @@ class TextTable {
   // Every line starts with `indent`; columns are separated by two spaces; lines end with '\n'.
   std::string render(std::string_view indent = "  ") const;
 
+  // Cuts the cells of `column` (fit_text) so that render(indent) fits in `width` characters,
+  // keeping at least `min_width` of that column.
+  void shrink_to_fit(size_t column, size_t width, size_t min_width, std::string_view indent = "  ");
+
  private:
   std::vector<Column> columns_;
   std::vector<std::vector<std::string>> rows_;
@@ -37,5 +41,8 @@ size_t display_width(std::string_view text);
 
 // Words wrapped to `width` columns, every line indented by `indent` and ended by '\n'.
 std::string wrap_words(std::string_view text, size_t width, std::string_view indent);
+
+// At most `width` characters of `text`, "…" marking a cut.
+std::string fit_text(const std::string& text, size_t width);
 
 }  // namespace allocscope

@@ -58,6 +58,17 @@ const ClassTable& read_class_table(const std::filesystem::path& path) {
 
 }  // namespace
 
+StackCostSource trace_stack_costs(Profile profile, TraceAnalysis& analysis) {
+  StackCostSource out;
+  out.profile = std::move(profile);
+  out.table = analysis.table ? analysis.table : &class_table_of(out.profile);
+  out.trace = true;
+  out.costs = std::move(analysis.lifetimes.stack_costs);
+  analysis.lifetimes.stack_costs.clear();
+  out.calls = analysis.merge.calls;
+  return out;
+}
+
 StackCostSource load_stack_costs(const std::filesystem::path& path, std::span<TraceVisitor* const> extra,
                                  const EventSink& on_events) {
   StackCostSource out;
@@ -82,13 +93,9 @@ StackCostSource load_stack_costs(const std::filesystem::path& path, std::span<Tr
     if (on_events) on_events(header, events);
   };
   out.profile = load_profile(path, load);
-  out.table = &class_table_of(out.profile);
   if (out.profile.trace_mode() && !out.profile.trace_chunks.empty()) {
-    out.trace = true;
     TraceAnalysis a = analyze_trace(out.profile, TraceOptions{0}, extra);
-    out.costs = std::move(a.lifetimes.stack_costs);
-    out.calls = a.merge.calls;
-    return out;
+    return trace_stack_costs(std::move(out.profile), a);
   }
   out.table = &table;  // what the events were classed with
   for (const auto& [key, cost] : pending) {

@@ -45,6 +45,10 @@ struct StackCostSource {
   uint64_t calls = 0;  // calls the costs were taken from (all of a trace, or the timed events)
 };
 
+// The costs per stack of a trace already analyzed: takes the profile and the analysis's stack
+// costs (analysis.lifetimes.stack_costs is left empty).
+StackCostSource trace_stack_costs(Profile profile, TraceAnalysis& analysis);
+
 // Loads `path` and the costs per stack.  `extra` visit a trace's calls; `on_events` sees the
 // Events of a sampled profile while it loads.
 StackCostSource load_stack_costs(const std::filesystem::path& path, std::span<TraceVisitor* const> extra = {},
