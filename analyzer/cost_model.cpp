@@ -17,6 +17,7 @@
 #include "profile.h"
 #include "profile_reader.h"
 #include "thread_profile.h"
+#include "timeline.h"
 #include "window_sweep.h"
 
 namespace allocscope {
@@ -48,6 +49,29 @@ std::optional<format::Calibration> read_calibration(const std::filesystem::path&
     if (std::holds_alternative<EventsRecord>(chunk.body)) break;
   }
   return std::nullopt;
+}
+
+// Timed calls of a FineHistogram (ticks) in LatencyBins: a quarter of a power of two of ns wide,
+// calls under 1 ns in the first bin, from 0.  Each fine bin goes whole to the bin of its value.
+template <class ToNs>
+std::vector<LatencyBin> latency_bins(const FineHistogram& h, ToNs to_ns) {
+  std::map<int, uint64_t> counts;  // bin k: [2^(k/4), 2^((k+1)/4)) ns; k = -1: [0, 1) ns
+  const auto& fine = h.counts();
+  for (unsigned i = 0; i < fine.size(); ++i) {
+    if (fine[i] == 0) continue;
+    const double ns = to_ns(std::min(FineHistogram::mid_of(i), static_cast<double>(h.max())));
+    const int k = ns < 1 ? -1 : static_cast<int>(std::floor(4 * std::log2(ns)));
+    counts[k] += fine[i];
+  }
+  std::vector<LatencyBin> bins;
+  for (const auto& [k, calls] : counts) {
+    LatencyBin b;
+    b.lo_ns = k < 0 ? 0 : std::exp2(k / 4.0);
+    b.hi_ns = std::exp2((k + 1) / 4.0);
+    b.calls = calls;
+    bins.push_back(b);
+  }
+  return bins;
 }
 
 // ---- pass 1 ----
@@ -489,7 +513,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   const double preempted_ticks = profile.clock.hz() * kPreemptedSeconds;
   uint64_t excluded_until = 0;
   std::vector<double> waits;
+  TimelineBuilder timeline(profile, sweep_config);
   WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
+    timeline.add_window(info);
     waits.assign(items.size(), 0.0);
     bool preempted = false;
     double window_progress = 0;
@@ -516,6 +542,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
         }
       }
       waits[i] = wait;
+      timeline.add_call(static_cast<size_t>(ti), e, d, wait);
       if (raw >= preempted_ticks && wait < 0.5 * d) {
         preempted = true;
         excluded_until = std::max(excluded_until, e.start_tick + e.duration_ticks);
@@ -830,6 +857,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       l.p99_ns = std::min(l.max_ns, to_ns(static_cast<double>(h.quantile(0.99))));
       l.p999_ns = std::min(l.max_ns, to_ns(static_cast<double>(h.quantile(0.999))));
       cr.latency = l;
+      cr.histogram = latency_bins(h, to_ns);
     } else {
       cr.latency.reset();
     }
@@ -904,6 +932,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
                                         "scaled down to it", notes.capped_threads));
   }
   if (r.sample_every == 0 && r.calls) notes.caveats.push_back("calls were counted but none timed (--sample 0)");
+  r.timeline = timeline.finish();
   r.model = std::move(notes);
   r.verdict = make_verdict(r);
   return r;

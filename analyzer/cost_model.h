@@ -8,7 +8,9 @@
 //           started while no other thread was inside), the off-CPU evidence of rusage-sampled
 //           calls, and the exact sizes of timed calls (to split buckets into size classes);
 //   pass 2  splits every timed call into fast / slow-but-running / waiting, finds how many other
-//           threads were inside at its start, and sums per (thread, operation, size class).
+//           threads were inside at its start, and sums per (thread, operation, size class);
+//           it also gathers what the plots draw: each class's latency histogram and the timeline
+//           of threads inside the allocator and of each busy thread's calls and waits (timeline.h).
 // Per-thread, per-class and process totals are then scaled from timed calls to all calls.  The
 // definitions are those of docs/analysis.md; every duration in the result is in nanoseconds;
 // estimated times have the probe overhead taken out, latencies are as measured.
@@ -23,6 +25,7 @@
 #include "allocscope/format.h"
 #include "allocscope/ops.h"
 #include "stats.h"
+#include "timeline.h"
 
 namespace allocscope {
 
@@ -52,6 +55,14 @@ struct LatencySummary {  // of timed calls, as measured (the probe included)
   double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0;
 };
 
+// One bin of a latency histogram: timed calls whose measured duration (the probe included) was in
+// [lo_ns, hi_ns).  Bins are a quarter of a power of two of nanoseconds wide; the first one, from 0,
+// holds every call under 1 ns (a call measured at 0 ticks on a coarse clock).
+struct LatencyBin {
+  double lo_ns = 0, hi_ns = 0;
+  uint64_t calls = 0;
+};
+
 struct ClassRow {
   uint64_t lo = 0, hi = 0;       // request sizes of the class (size_known only)
   std::string label;
@@ -61,6 +72,7 @@ struct ClassRow {
   uint64_t timed = 0;
   double call_share = 0;
   std::optional<LatencySummary> latency;  // from this class's timed-call events
+  std::vector<LatencyBin> histogram;      // the same events, non-empty bins in order
   double time_ns = 0;            // estimated time inside the allocator
   double error_ns = 0;           // ± bound (2 standard errors of the sampling)
   double time_share = 0;         // of the allocator time
@@ -144,6 +156,7 @@ struct CostReport {
   Contention contention;
   std::vector<ClassRow> classes;     // non-empty classes in size order, then unknown sizes
   std::vector<ThreadRow> threads_rows;
+  Timeline timeline;
   ModelNotes model;
   Verdict verdict;
 };

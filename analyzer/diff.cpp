@@ -8,6 +8,8 @@
 #include <map>
 #include <tuple>
 
+#include "html_page.h"
+#include "html_report.h"
 #include "json_writer.h"
 #include "profile.h"
 #include "text_table.h"
@@ -20,13 +22,16 @@ namespace allocscope {
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: allocscope diff BASE OTHER [--json]\n"
+    "usage: allocscope diff BASE OTHER [--json | --html OUT.html]\n"
     "\n"
     "Compares two profiles of the same workload (say glibc's malloc and musl's): how much of the\n"
     "difference in run time the allocator explains, split into more calls / slower calls and\n"
     "fast / slow / waiting, per size bucket and operation.  When both profiles were recorded\n"
     "with --trace, also which shapes (size × lifetime × same/cross-thread free) the difference\n"
-    "comes from.\n";
+    "comes from.\n"
+    "\n"
+    "  --json        one JSON document\n"
+    "  --html OUT    write a self-contained HTML page with plots to OUT instead\n";
 
 // Page faults: from the threads' rusage, less those taken inside allocator calls (estimated from
 // the calls that sampled rusage around themselves).
@@ -162,11 +167,13 @@ void attribute_to_shapes(DiffReport& d, const CostReport& base, const CostReport
 DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other) {
   CostOptions options;
   options.by = ReportGrouping::Bucket;
-  const CostReport rb = analyze_profile(base, options);
-  const CostReport ro = analyze_profile(other, options);
+  return diff_reports(analyze_profile(base, options), analyze_profile(other, options));
+}
+
+DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   DiffReport d;
-  d.base = side_of(rb, fault_evidence(base));
-  d.other = side_of(ro, fault_evidence(other));
+  d.base = side_of(rb, fault_evidence(rb.file));
+  d.other = side_of(ro, fault_evidence(ro.file));
 
   std::map<RowKey, DiffRow> rows;
   auto row_for = [&](const ClassRow& c) -> DiffRow& {
@@ -371,13 +378,20 @@ std::string diff_json(const DiffReport& d) {
 int diff_command(CommandArgs args) {
   std::vector<std::string> files;
   bool json = false;
-  for (const auto& a : args) {
+  std::string html;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (is_help_flag(a)) {
       fmt::print("{}", kUsage);
       return 0;
     }
     if (a == "--json") {
       json = true;
+    } else if (a == "--html") {
+      if (i + 1 >= args.size()) throw UsageError("diff: --html needs an output file");
+      html = args[++i];
+    } else if (a.rfind("--html=", 0) == 0) {
+      html = a.substr(7);
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError(fmt::format("diff: unknown option '{}'", a));
     } else {
@@ -385,6 +399,17 @@ int diff_command(CommandArgs args) {
     }
   }
   if (files.size() != 2) throw UsageError("diff: needs two profiles, BASE and OTHER");
+  if (json && !html.empty()) throw UsageError("diff: --json and --html do not go together");
+  if (!html.empty()) {
+    CostOptions options;
+    options.by = ReportGrouping::Bucket;
+    const CostReport base = analyze_profile(files[0], options);
+    const CostReport other = analyze_profile(files[1], options);
+    const std::string page = diff_html(diff_reports(base, other), base, other);
+    write_html_file(html, page);
+    fmt::print(stderr, "allocscope: wrote {} ({} KiB)\n", html, (page.size() + 1023) / 1024);
+    return 0;
+  }
   const DiffReport d = diff_profiles(files[0], files[1]);
   fmt::print("{}", json ? diff_json(d) : diff_text(d));
   return 0;

@@ -72,6 +72,9 @@ struct DiffReport {
 };
 
 DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other);
+// The same from the two runs' reports, analyzed by bucket (the common grid); their files are read
+// again for page-fault evidence.
+DiffReport diff_reports(const CostReport& base, const CostReport& other);
 std::string diff_text(const DiffReport& diff);
 std::string diff_json(const DiffReport& diff);
 

@@ -7,9 +7,6 @@
 
 namespace allocscope {
 
-namespace {
-
-// Length of the valid UTF-8 sequence starting at text[i], or 0 if it is not one.
 size_t utf8_sequence_length(std::string_view text, size_t i) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char lead = byte(i);
@@ -35,6 +32,8 @@ size_t utf8_sequence_length(std::string_view text, size_t i) {
   }
   return length;
 }
+
+namespace {
 
 void append_escaped_ascii(std::string& out, char c) {
   switch (c) {

@@ -16,6 +16,10 @@
 
 namespace allocscope {
 
+// Length of the valid UTF-8 sequence starting at text[i] (i < text.size()), or 0 if it is not
+// one (overlong forms, surrogates and code points above U+10FFFF are not).
+size_t utf8_sequence_length(std::string_view text, size_t i);
+
 // Appends `text` as a quoted JSON string.
 void append_json_string(std::string& out, std::string_view text);
 std::string json_quote(std::string_view text);

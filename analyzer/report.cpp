@@ -5,18 +5,23 @@
 #include <optional>
 #include <vector>
 
+#include "html_page.h"
+#include "html_report.h"
+
 namespace allocscope {
 
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: allocscope report FILE... [--json] [--by class|bucket|thread|shape|callsite]\n"
+    "usage: allocscope report FILE... [--json | --html OUT.html]\n"
+    "                         [--by class|bucket|thread|shape|callsite]\n"
     "\n"
     "Where the allocator's time goes: the estimated time inside the allocator and its share of\n"
     "the threads' time, split into fast path, slow-but-running and waiting; per size class; how\n"
     "much the threads serialize inside the allocator; and a short verdict.\n"
     "\n"
     "  --json          one JSON document per FILE (an array of them for several FILEs)\n"
+    "  --html OUT      write a self-contained HTML page with plots to OUT instead (one FILE)\n"
     "  --by class      break the time down by the allocator's size classes (the default; size\n"
     "                  buckets when the allocator is not known)\n"
     "  --by bucket     … by allocscope's log-linear size buckets\n"
@@ -31,6 +36,7 @@ constexpr std::string_view kUsage =
 struct ReportOptions {
   std::vector<std::string> files;
   bool json = false;
+  std::string html;  // output path, or empty
   ReportGrouping by = ReportGrouping::Class;
 };
 
@@ -51,6 +57,11 @@ std::optional<ReportOptions> parse(CommandArgs args) {
     if (!options_done && is_help_flag(arg)) return std::nullopt;
     if (!options_done && arg == "--json") {
       options.json = true;
+    } else if (!options_done && arg == "--html") {
+      if (i + 1 >= args.size()) throw UsageError("report: --html needs an output file");
+      options.html = args[++i];
+    } else if (!options_done && arg.rfind("--html=", 0) == 0) {
+      options.html = arg.substr(7);
     } else if (!options_done && arg == "--by") {
       if (i + 1 >= args.size()) throw UsageError("report: --by needs a value (class, bucket, thread, shape or callsite)");
       options.by = parse_grouping(args[++i]);
@@ -65,6 +76,8 @@ std::optional<ReportOptions> parse(CommandArgs args) {
     }
   }
   if (options.files.empty()) throw UsageError("report: missing FILE");
+  if (!options.html.empty() && options.json) throw UsageError("report: --json and --html do not go together");
+  if (!options.html.empty() && options.files.size() > 1) throw UsageError("report: --html takes one FILE");
   return options;
 }
 
@@ -78,6 +91,12 @@ int report_command(CommandArgs args) {
   }
   CostOptions cost;
   cost.by = options->by;
+  if (!options->html.empty()) {
+    const std::string page = report_html(analyze_profile(options->files[0], cost));
+    write_html_file(options->html, page);
+    fmt::print(stderr, "allocscope: wrote {} ({} KiB)\n", options->html, (page.size() + 1023) / 1024);
+    return 0;
+  }
   std::string out;
   const bool many = options->files.size() > 1;
   if (options->json && many) out += "[\n";

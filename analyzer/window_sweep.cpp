@@ -111,12 +111,16 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
   uint32_t n = 0;
   uint64_t prev = ws;
   uint64_t contended_clock = 0;
+  uint64_t inside_ticks = 0;
+  uint32_t max_inside = 0;
   auto advance = [&](uint64_t tick) {
     if (n > 0 && tick > prev) {
       const uint64_t s = std::max(prev, lo), e = std::min(tick, hi);
       if (e > s) {
         totals_.ticks_at[std::min<uint32_t>(n, kInsideLevels - 1)] += e - s;
         totals_.max_inside = std::max(totals_.max_inside, n);
+        inside_ticks += n * (e - s);
+        max_inside = std::max(max_inside, n);
         if (n >= 2) contended_clock += e - s;
       }
     }
@@ -184,6 +188,8 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
   WindowInfo info;
   info.start = ws;
   info.contended_ticks = contended_clock;
+  info.inside_ticks = inside_ticks;
+  info.max_inside = max_inside;
   sink_(std::span<const SweepItem>(items.data(), items.size()), info);
 }
 

@@ -26,7 +26,8 @@
 // The sweep also measures, over the trusted parts, how long exactly n threads were inside, for
 // every n (ticks_at), and for each call the part of it, within trusted parts, during which at
 // least one other thread was inside too (contended_ticks).  The serialization index
-// (cost_model.h) is built from these.
+// (cost_model.h) is built from these.  Each settled window also reports its own share of these
+// measures (WindowInfo), for the report's concurrency timeline.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -79,6 +80,8 @@ struct SweepTotals {
 struct WindowInfo {
   uint64_t start = 0;            // the window's first tick
   uint64_t contended_ticks = 0;  // trusted time with >= 2 threads inside
+  uint64_t inside_ticks = 0;     // trusted part: sum over its ticks of the threads inside
+  uint32_t max_inside = 0;       // trusted part: the most threads inside at once
   bool late = false;             // a late event, not a window
 };
 

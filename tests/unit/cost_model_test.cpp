@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -373,6 +374,74 @@ TEST(CostModel, ReportJsonHasTheDocumentedKeys) {
   EXPECT_EQ(doc["verdict"]["dominant"].string(), "fast");
 }
 
+// ---- what the plots draw ----
+
+TEST(CostModel, LatencyHistogramHoldsEveryTimedCallOfTheClass) {
+  SyntheticThread t;
+  alone_calls(t, kMalloc, 64, 10'000, 100, 300);
+  alone_calls(t, kMalloc, 64, 1'000'000, 5'000, 20);
+  const CostReport r = Synthetic().analyze({t});
+  const ClassRow& c = class_with(r, 64);
+  uint64_t calls = 0;
+  for (const LatencyBin& b : c.histogram) {
+    calls += b.calls;
+    EXPECT_LT(b.lo_ns, b.hi_ns);
+    EXPECT_NEAR(b.hi_ns / std::max(b.lo_ns, 1.0), b.lo_ns > 0 ? std::exp2(0.25) : 1.0, 1e-9);
+  }
+  EXPECT_EQ(calls, 320u);
+  ASSERT_EQ(c.histogram.size(), 2u);  // 100 ns and 5 µs, a tick being a nanosecond
+  EXPECT_EQ(c.histogram[0].calls, 300u);
+  EXPECT_LE(c.histogram[0].lo_ns, 100.0);
+  EXPECT_GT(c.histogram[0].hi_ns, 100.0);
+  EXPECT_EQ(c.histogram[1].calls, 20u);
+  EXPECT_LE(c.histogram[1].lo_ns, 5'000.0);
+  EXPECT_GT(c.histogram[1].hi_ns, 5'000.0);
+}
+
+TEST(CostModel, TimelineShowsWhoWasInsideWhen) {
+  // Five periods of 2^20 ticks (every call timed): thread 1 alone in the first, thread 2 alone in
+  // the third, both together in the fourth, each inside half the time; one short call ends the
+  // fifth so that the process lasts exactly five periods.
+  constexpr uint64_t kPeriod = uint64_t{1} << 20;
+  SyntheticThread a, b;
+  a.first_tick = 0;
+  b.serial = 2;
+  b.first_tick = 2 * kPeriod;
+  alone_calls(a, kMalloc, 64, 0, 1'000, 500);
+  alone_calls(b, kMalloc, 64, 2 * kPeriod, 1'000, 500);
+  alone_calls(a, kMalloc, 64, 3 * kPeriod, 1'000, 500);
+  alone_calls(b, kMalloc, 64, 3 * kPeriod, 1'000, 500);
+  a.events.push_back(event(kMalloc, 64, 5 * kPeriod - 3'000, 1'000));
+  const CostReport r = Synthetic().analyze({a, b});
+  const Timeline& t = r.timeline;
+  ASSERT_EQ(t.slots.size(), 5u);
+  EXPECT_NEAR(t.slot_ns, static_cast<double>(kPeriod), 1e-6 * kPeriod);
+  EXPECT_DOUBLE_EQ(t.timed_fraction, 1.0);
+  const double half = 500'000.0 / static_cast<double>(kPeriod);
+  EXPECT_NEAR(t.slots[0].mean_inside, half, 1e-9);
+  EXPECT_EQ(t.slots[0].max_inside, 1u);
+  EXPECT_EQ(t.slots[1].max_inside, 0u);
+  EXPECT_EQ(t.slots[1].calls, 0u);
+  EXPECT_NEAR(t.slots[2].mean_inside, half, 1e-9);
+  EXPECT_NEAR(t.slots[3].mean_inside, 2 * half, 1e-9);
+  EXPECT_EQ(t.slots[3].max_inside, 2u);
+  EXPECT_EQ(t.slots[3].calls, 1'000u);
+  EXPECT_EQ(t.calls_outside, 0u);
+
+  ASSERT_EQ(t.lanes.size(), 2u);
+  EXPECT_EQ(t.lanes[0].serial, 1u);  // the most timed calls first
+  EXPECT_EQ(t.lanes[0].timed, 1'001u);
+  EXPECT_EQ(t.lanes[1].serial, 2u);
+  const std::vector<double> busy_a{half, 0, 0, half, 1'000.0 / kPeriod};
+  const std::vector<double> busy_b{0, 0, half, half, 0};
+  for (size_t s = 0; s < 5; ++s) {
+    EXPECT_NEAR(t.lanes[0].busy[s], busy_a[s], 1e-6) << s;
+    EXPECT_NEAR(t.lanes[1].busy[s], busy_b[s], 1e-6) << s;
+    EXPECT_EQ(t.lanes[0].waiting[s], 0.0f);
+  }
+  EXPECT_EQ(t.lanes_left_out, 0u);
+}
+
 // ---- building blocks ----
 
 TEST(FineHistogram, ExactBelow1024AndFineAbove) {
@@ -399,8 +468,10 @@ TEST(WindowSweep, CountsOtherThreadsInsideAndLateEvents) {
   config.trim = 0;
   config.horizon = 4096;
   std::vector<SweepItem> seen;
-  WindowSweep sweep(config, [&](std::span<const SweepItem> items, const WindowInfo&) {
+  std::vector<WindowInfo> windows;
+  WindowSweep sweep(config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
     seen.insert(seen.end(), items.begin(), items.end());
+    windows.push_back(info);
   });
   sweep.add(1, std::vector<format::Event>{event(kMalloc, 8, 100, 50), event(kMalloc, 8, 300, 10)});
   sweep.add(2, std::vector<format::Event>{event(kMalloc, 8, 120, 10), event(kMalloc, 8, 200, 10)});
@@ -421,6 +492,14 @@ TEST(WindowSweep, CountsOtherThreadsInsideAndLateEvents) {
   EXPECT_EQ(sweep.totals().late_events, 1u);
   EXPECT_EQ(sweep.totals().ticks_at[2], 10u);
   EXPECT_EQ(sweep.totals().busy_ticks(), 50u + 10u + 10u + 10u);
+  ASSERT_EQ(windows.size(), 3u);  // window 0, the late event, window 9
+  EXPECT_EQ(windows[0].start, 0u);
+  EXPECT_EQ(windows[0].inside_ticks, 50u + 10u + 10u + 10u);
+  EXPECT_EQ(windows[0].max_inside, 2u);
+  EXPECT_EQ(windows[0].contended_ticks, 10u);
+  EXPECT_TRUE(windows[1].late);
+  EXPECT_EQ(windows[2].start, 9u * 1024);
+  EXPECT_EQ(windows[2].max_inside, 1u);
 }
 
 }  // namespace

@@ -1,0 +1,176 @@
+// The HTML page of `allocscope report --html`: see html_report.h.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "html_report.h"
+#include "html_sections.h"
+#include "units.h"
+
+namespace allocscope {
+
+namespace {
+
+std::string pct(double share) { return std::isfinite(share) ? fmt::format("{:.1f} %", 100 * share) : "-"; }
+
+std::string command_line(const CostReport& r) {
+  std::string line;
+  for (const auto& arg : r.args) line += (line.empty() ? "" : " ") + arg;
+  return line.empty() ? r.program : line;
+}
+
+void add_facts(HtmlPage& page, const CostReport& r) {
+  page.fact("program", r.program.empty() ? "-" : fmt::format("{} (pid {})", r.program, r.pid));
+  if (!r.args.empty()) page.fact("command", command_line(r));
+  page.fact("libc", r.libc.empty() ? "-" : (r.libc_version.empty() ? r.libc : r.libc + " " + r.libc_version));
+  page.fact("allocator", r.allocator.empty() ? "-" : r.allocator);
+  page.fact("size classes", r.class_table == "buckets" ? std::string("allocscope size buckets")
+                                                        : fmt::format("{} ({})", r.class_table, r.class_table_source));
+  page.fact("wall time", r.wall_ns ? format_duration_ns(*r.wall_ns) + (r.complete ? "" : " (no end record)") : "-");
+  page.fact("threads", fmt::format("{} ({} with 1 % of the calls or more)", r.threads, r.contention.busy_threads));
+  page.fact("calls", fmt::format("{} ({} timed)", group_digits(r.calls), group_digits(r.timed)));
+  const double t = r.split.total();
+  page.fact("allocator time",
+            fmt::format("{} ± {} = {} of {} thread time; fast path {}, slow but running {}, waiting {}",
+                        format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
+                        pct(r.allocator_share), format_duration_ns(r.thread_time_ns), pct(t > 0 ? r.split.fast_ns / t : 0),
+                        pct(t > 0 ? r.split.slow_ns / t : 0), pct(t > 0 ? r.split.wait_ns / t : 0)));
+}
+
+void add_class_costs(HtmlPage& page, const CostReport& r) {
+  const auto shown = busiest_classes(r, kBarRows);
+  StackedBars bars;
+  bars.label = "allocator time per size class, stacked by fast, slow and waiting";
+  bars.axis = "estimated time inside the allocator";
+  bars.series = split_series();
+  TimeSplit rest;
+  size_t rest_rows = 0;
+  for (const auto& c : r.classes) {
+    if (std::find(shown.begin(), shown.end(), &c) == shown.end()) {
+      rest.add(c.split);
+      ++rest_rows;
+      continue;
+    }
+    bars.rows.push_back({c.label, split_values(c.split),
+                         fmt::format("{} · {}", format_duration_ns(c.time_ns), pct(c.time_share)), ""});
+  }
+  if (rest_rows > 0) {
+    bars.rows.push_back({fmt::format("{} other classes", rest_rows), split_values(rest),
+                         fmt::format("{} · {}", format_duration_ns(rest.total()),
+                                     pct(r.allocator_time_ns > 0 ? rest.total() / r.allocator_time_ns : 0)),
+                         "muted"});
+    page.cut(fmt::format("{} size classes with the least time are summed into one bar", rest_rows));
+  }
+  std::vector<std::vector<std::string>> table{{"size class", "calls", "calls %", "bytes", "p50", "p99", "max",
+                                               "time", "±", "time %"}};
+  for (const auto* c : shown) {
+    table.push_back({c->label, group_digits(c->calls), pct(c->call_share), format_bytes(c->bytes),
+                     c->latency ? format_duration_ns(c->latency->p50_ns) : "-",
+                     c->latency ? format_duration_ns(c->latency->p99_ns) : "-",
+                     c->latency ? format_duration_ns(c->latency->max_ns) : "-", format_duration_ns(c->time_ns),
+                     format_duration_ns(c->error_ns), pct(c->time_share)});
+  }
+  page.section("Where the allocator's time goes, by size class",
+               "Estimated time inside the allocator per size class, split into the fast path (what the calls cost "
+               "alone), slow but running (contention, faults, preemption) and waiting (blocked off-CPU).",
+               stacked_bars_svg(bars) + html_table(table));
+}
+
+void add_histograms(HtmlPage& page, const CostReport& r) {
+  std::vector<const ClassRow*> with_events;
+  for (const auto& c : r.classes) {
+    if (!c.histogram.empty()) with_events.push_back(&c);
+  }
+  std::stable_sort(with_events.begin(), with_events.end(),
+                   [](const ClassRow* a, const ClassRow* b) { return a->time_ns > b->time_ns; });
+  if (with_events.size() > kHistogramPanels) {
+    page.cut(fmt::format("latency histograms of {} size classes with less time (the {} with the most are drawn)",
+                         with_events.size() - kHistogramPanels, kHistogramPanels));
+    with_events.resize(kHistogramPanels);
+  }
+  std::sort(with_events.begin(), with_events.end());
+  if (with_events.empty()) {
+    page.section("Latency per size class", "No timed calls: nothing to draw.", "");
+    return;
+  }
+  std::vector<HistogramSeries> all;
+  for (const auto* c : with_events) all.push_back(histogram_series(*c, {"", "fast"}));
+  const HistogramAxes axes = histogram_axes(all);
+  std::string html = "<div class=\"grid\">";
+  for (size_t i = 0; i < with_events.size(); ++i) {
+    const ClassRow& c = *with_events[i];
+    html += histogram_svg(c.label, latency_caption(c), {all[i]}, axes);
+  }
+  html += "</div>";
+  page.section("Latency per size class",
+               "Timed calls per latency bin (a quarter of a power of two wide), as measured, probe included; both "
+               "axes are logarithmic and shared by the panels.",
+               html);
+}
+
+void add_threads(HtmlPage& page, const CostReport& r) {
+  std::vector<const ThreadRow*> rows;
+  for (const auto& t : r.threads_rows) {
+    if (t.calls > 0) rows.push_back(&t);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const ThreadRow* a, const ThreadRow* b) { return a->time_ns > b->time_ns; });
+  if (rows.size() > kBarRows) {
+    page.cut(fmt::format("{} threads with the least allocator time are not drawn per thread", rows.size() - kBarRows));
+    rows.resize(kBarRows);
+  }
+  std::sort(rows.begin(), rows.end(), [](const ThreadRow* a, const ThreadRow* b) { return a->serial < b->serial; });
+  StackedBars bars;
+  bars.label = "allocator time per thread, stacked by fast, slow and waiting";
+  bars.axis = "estimated time inside the allocator";
+  bars.series = split_series();
+  for (const auto* t : rows) {
+    bars.rows.push_back({fmt::format("thread {}", t->serial), split_values(t->split),
+                         fmt::format("{} · {} of its life", format_duration_ns(t->time_ns), pct(t->share)), ""});
+  }
+  std::vector<std::vector<std::string>> inside{{"threads inside", "timed calls", "mean", "p50", "p99", "vs alone"}};
+  for (const auto& row : r.contention.by_inside) {
+    inside.push_back({std::to_string(row.inside), group_digits(row.calls), format_duration_ns(row.mean_ns),
+                      format_duration_ns(row.p50_ns), format_duration_ns(row.p99_ns),
+                      row.vs_alone ? fmt::format("{:.2f}×", *row.vs_alone) : "-"});
+  }
+  const Contention& c = r.contention;
+  const std::string summary = fmt::format(
+      "Waiting share {}; serialization index {}; threads inside while busy {} on average, {} at most; {} of timed "
+      "calls started with another thread inside.",
+      pct(c.wait_share), c.serialization_index ? fmt::format("{:.2f}", *c.serialization_index) : "-",
+      c.occupancy ? fmt::format("{:.2f}", *c.occupancy) : "-", c.max_inside, pct(c.contended_share));
+  page.section("Allocator time per thread, and latency by threads inside", summary,
+               (rows.empty() ? std::string() : stacked_bars_svg(bars)) + html_table(inside));
+}
+
+void add_notes(HtmlPage& page, const CostReport& r) {
+  const ModelNotes& m = r.model;
+  std::string html = "<ul>";
+  auto item = [&](const std::string& text) { html += "<li>" + html_escape(text) + "</li>"; };
+  item(fmt::format("probe overhead taken out of every duration: {}; window trim: {}; shortest call that can block: {}",
+                   format_duration_ns(m.probe_overhead_ns), format_duration_ns(m.window_trim_ns),
+                   format_duration_ns(m.block_threshold_ns)));
+  item(fmt::format("{} timed-call events ({} dropped, {} late) in {} windows; {} rusage samples, {} of them blocked",
+                   group_digits(m.events), group_digits(m.events_dropped), group_digits(m.late_events),
+                   group_digits(m.windows), group_digits(m.rusage_samples), group_digits(m.rusage_blocked)));
+  for (const auto& c : m.caveats) item(c);
+  html += "</ul>";
+  page.section("Notes on the model and the data", "", html);
+}
+
+}  // namespace
+
+std::string report_html(const CostReport& r) {
+  HtmlPage page(fmt::format("allocscope report: {}", r.file));
+  add_facts(page, r);
+  page.verdict(r.verdict.text);
+  add_class_costs(page, r);
+  add_histograms(page, r);
+  add_timeline_sections(page, r, "");
+  add_threads(page, r);
+  add_notes(page, r);
+  return page.finish();
+}
+
+}  // namespace allocscope
