@@ -1,5 +1,6 @@
 // compare.cpp — `allocscope compare`: the rows, the interleaved runs, the output (compare.h).
 #include "compare.h"
+#include "html_page.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -25,7 +26,8 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: allocscope compare [--allocators LIST] [--runs N] [--variant NAME=PROGRAM]...\n"
-    "                          [--sample N] [--json | --markdown] [-o DIR] [--keep] [--] CMD [ARGS...]\n"
+    "                          [--sample N] [--json | --markdown | --html OUT] [-o DIR] [--keep]\n"
+    "                          [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD under each allocator, and PROGRAM ARGS... for each variant, N times each, interleaved,\n"
     "every run recorded with the shim; prints median wall time, median peak RSS and the change of\n"
@@ -44,6 +46,7 @@ constexpr std::string_view kUsage =
     "                      (say, a musl build of the same workload); repeatable\n"
     "  --json              the table as JSON (schema in docs/compare.md)\n"
     "  --markdown          the table as Markdown\n"
+    "  --html OUT          a self-contained HTML page (bars and the table) to OUT instead\n"
     "  -o, --output DIR    write the profiles and each run's output there (created; must be\n"
     "                      empty); default: a new directory under $TMPDIR, removed at the end\n"
     "  --keep              keep the default directory and say where it is\n"
@@ -296,6 +299,12 @@ int compare_command(CommandArgs args) {
     case CompareFormat::Text: out = compare_text(result); break;
     case CompareFormat::Json: out = compare_json(result); break;
     case CompareFormat::Markdown: out = compare_markdown(result); break;
+    case CompareFormat::Html: {
+      const std::string page = compare_html(result);
+      write_html_file(options.html, page);
+      fmt::print(stderr, "allocscope: compare: wrote {} ({} KiB)\n", options.html.string(), page.size() / 1024);
+      break;
+    }
   }
   fmt::print("{}", out);
   if (result.output_dir && !options.output_dir) {

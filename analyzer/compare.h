@@ -1,5 +1,5 @@
 // compare.h — `allocscope compare [--allocators LIST] [--runs N] [--variant NAME=PROGRAM …]
-//              [--sample N] [--json | --markdown] [-o DIR] [--keep] -- CMD ARGS…`
+//              [--sample N] [--json | --markdown | --html OUT] [-o DIR] [--keep] -- CMD ARGS…`
 //
 // Runs one workload under several allocators — and, per variant, another build of it (PROGRAM with
 // the same ARGS, under its own malloc) — N times each, and prints the table of the published
@@ -31,7 +31,7 @@
 
 namespace allocscope {
 
-enum class CompareFormat { Text, Json, Markdown };
+enum class CompareFormat { Text, Json, Markdown, Html };
 
 struct CompareVariant {
   std::string name;
@@ -47,6 +47,7 @@ struct CompareOptions {
   std::optional<std::filesystem::path> output_dir;  // -o
   bool keep = false;                                // keep the default directory
   std::vector<std::string> command;                 // CMD ARGS…
+  std::filesystem::path html;                       // --html OUT: the page, instead of the text
 };
 
 // The allocators compared when --allocators is not given.
@@ -132,6 +133,8 @@ void summarize_rows(CompareResult& result);
 std::string compare_text(const CompareResult& result);
 std::string compare_markdown(const CompareResult& result);
 std::string compare_json(const CompareResult& result);
+// A self-contained page: the rows as bars of their wall time with the allocator's share, the table.
+std::string compare_html(const CompareResult& result);
 
 int compare_command(CommandArgs args);
 

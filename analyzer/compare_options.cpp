@@ -95,6 +95,9 @@ std::optional<CompareOptions> parse_compare_options(CommandArgs args) {
     } else if (take_option_value("compare", args, i, "--output", "-o", value)) {
       if (value.empty()) throw UsageError("compare: -o needs a directory");
       options.output_dir = value;
+    } else if (take_option_value("compare", args, i, "--html", "", value)) {
+      if (value.empty()) throw UsageError("compare: --html needs an output file");
+      options.html = value;
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--markdown") {
@@ -108,6 +111,9 @@ std::optional<CompareOptions> parse_compare_options(CommandArgs args) {
   options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (options.command.empty()) throw UsageError("compare: missing CMD");
   if (json && markdown) throw UsageError("compare: --json and --markdown exclude each other");
+  if (!options.html.empty() && (json || markdown))
+    throw UsageError("compare: --html excludes --json and --markdown");
+  if (!options.html.empty()) options.format = CompareFormat::Html;
   if (json) options.format = CompareFormat::Json;
   if (markdown) options.format = CompareFormat::Markdown;
   if (!allocators_given) options.allocators = default_compare_allocators();

@@ -1,10 +1,12 @@
-// compare_render.cpp — the table of `allocscope compare` as text, Markdown and JSON (compare.h;
+// compare_render.cpp — the table of `allocscope compare` as text, Markdown, JSON and HTML (compare.h;
 // the JSON schema is documented in docs/compare.md: keep the two in step).
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "compare.h"
+#include "html_page.h"
+#include "html_report.h"
 #include "json_writer.h"
 #include "text_table.h"
 #include "units.h"
@@ -239,6 +241,75 @@ std::string compare_json(const CompareResult& r) {
   w.end_object();
   out += "\n";
   return out;
+}
+
+}  // namespace allocscope
+
+namespace allocscope {
+
+namespace {
+
+// One sentence naming the row furthest from the baseline and what the allocator explains of it.
+std::string compare_verdict(const CompareResult& r) {
+  if (r.rows.size() < 2) return "One row only: nothing to compare.";
+  const CompareRow* worst = nullptr;
+  for (size_t i = 1; i < r.rows.size(); ++i) {
+    if (!worst || std::fabs(r.rows[i].delta_pct) > std::fabs(worst->delta_pct)) worst = &r.rows[i];
+  }
+  std::string text = fmt::format("{} is {} than {} ({:+.1f} % wall time)", row_label(*worst),
+                                 worst->delta_pct >= 0 ? "slower" : "faster", r.rows.front().spec.name,
+                                 worst->delta_pct);
+  if (worst->coverage) {
+    text += fmt::format("; the allocator explains {:.0f} % of the thread-time gap{}", 100 * *worst->coverage,
+                        small_gap(*worst) ? " (a gap under 2 % of thread time: mostly noise)" : "");
+  } else if (!worst->coverage_reason.empty()) {
+    text += "; no coverage: " + worst->coverage_reason;
+  }
+  if (worst->allocator_share) {
+    text += fmt::format(". Its allocator takes {} of thread time", percent(*worst->allocator_share));
+    if (worst->wait_share) text += fmt::format(", {} of that waiting", percent(*worst->wait_share));
+  }
+  return text + ".";
+}
+
+}  // namespace
+
+std::string compare_html(const CompareResult& r) {
+  HtmlPage page("allocscope compare: " + command_line(r.command));
+  page.fact("command", command_line(r.command));
+  page.fact("runs per row", fmt::format("{} (interleaved)", r.runs_per_row));
+  if (r.sample_every) page.fact("sampling", fmt::format("--sample {}", *r.sample_every));
+  page.verdict(compare_verdict(r));
+
+  CompareBarTable bars;
+  bars.label = "Wall time per row, with the allocator's share";
+  bars.share_names = {"allocator, running", "allocator, waiting"};
+  for (const auto& row : r.rows) {
+    CompareBarRow bar;
+    bar.name = row_label(row);
+    if (row.ok_runs > 0 || row.wall_ns > 0) bar.wall_ns = row.wall_ns;
+    const double share = row.allocator_share.value_or(0.0);
+    const double wait = row.wait_share.value_or(0.0);
+    bar.shares = {share * (1 - wait), share * wait};
+    bars.rows.push_back(std::move(bar));
+  }
+  page.section("Wall time per row",
+               "Each bar is a row's median wall time; its first parts are the allocator's estimated "
+               "share of the threads' time (running, then blocked waiting), drawn as that fraction of "
+               "the bar.",
+               compare_bars_html(bars));
+
+  std::vector<std::vector<std::string>> table{kColumns};
+  for (size_t i = 0; i < r.rows.size(); ++i) table.push_back(cells(r.rows[i], i == 0, true));
+  page.section("The table", footnote(r), html_table(table));
+
+  const auto notes = all_notes(r);
+  if (!notes.empty()) {
+    std::vector<std::vector<std::string>> rows{{"note"}};
+    for (const auto& note : notes) rows.push_back({note});
+    page.section("Notes", "", html_table(rows));
+  }
+  return page.finish();
 }
 
 }  // namespace allocscope

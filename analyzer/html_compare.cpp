@@ -9,7 +9,7 @@
 
 namespace allocscope {
 
-std::string compare_bars_html(const CompareTable& table) {
+std::string compare_bars_html(const CompareBarTable& table) {
   static constexpr const char* kCss[] = {"fast", "slow", "wait", "faults", "base", "other"};
   StackedBars bars;
   bars.label = table.label;

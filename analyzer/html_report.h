@@ -27,16 +27,16 @@ std::string diff_html(const DiffReport& diff, const CostReport& base, const Cost
 // `compare`'s table as bars: one bar per row, as long as its wall time, split into the shares
 // (each a fraction of the wall time; what they leave is drawn as "rest of the run"), with the
 // shares written beside it.  Returns SVG markup for HtmlPage::section().
-struct CompareRow {
+struct CompareBarRow {
   std::string name;
   std::optional<double> wall_ns;
-  std::vector<double> shares;  // one per CompareTable::share_names
+  std::vector<double> shares;  // one per CompareBarTable::share_names
 };
-struct CompareTable {
+struct CompareBarTable {
   std::string label;                     // what the chart shows
   std::vector<std::string> share_names;  // e.g. "fast path", "slow but running", "waiting"
-  std::vector<CompareRow> rows;
+  std::vector<CompareBarRow> rows;
 };
-std::string compare_bars_html(const CompareTable& table);
+std::string compare_bars_html(const CompareBarTable& table);
 
 }  // namespace allocscope

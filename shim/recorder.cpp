@@ -180,7 +180,7 @@ uint64_t timing_decision(Slot* s) {
   // The settings are written while the process initialises, and published by the mode becoming
   // Active: a thread that arrived earlier counts, and times nothing until then.
   if (__builtin_expect(g_ps->mode.load(std::memory_order_acquire) != kModeActive, 0)) {
-    t.countdown = kCheckEvery;
+    t.countdown = 1;  // decide again on the next call: start-up is short
     return 0;
   }
   const SamplingConfig& c = g_sampling;

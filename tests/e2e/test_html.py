@@ -78,6 +78,11 @@ class HtmlPages(E2ETestCase):
             cls.profiles[libc] = run.profiles[0]
             cls.pages[libc] = cls.write_page(["report", run.profiles[0]], f"report-{libc}.html")
         cls.pages["diff"] = cls.write_page(["diff", cls.profiles["glibc"], cls.profiles["musl"]], "diff.html")
+        cls.compare_rows = ["glibc", "jemalloc", "musl (variant)"]
+        cls.pages["compare"] = cls.write_page(
+            ["compare", "--runs", "1", "--sample", str(SAMPLE), "--allocators", "glibc,jemalloc",
+             "--variant", f"musl={target('harness-musl')}", "--", target("harness-glibc"), "2", "20000"],
+            "compare.html")
         for name, page in cls.pages.items():
             cls.loaded[name] = headless_chromium.load(page, PROBE, screenshot=os.path.join(ARTIFACTS, f"{name}.png"))
 
@@ -88,7 +93,12 @@ class HtmlPages(E2ETestCase):
     @classmethod
     def write_page(cls, command, name):
         path = os.path.join(cls.shared.dir, name)
-        proc = subprocess.run([CLI, *command, "--html", path], capture_output=True, text=True, timeout=300)
+        if "--" in command:  # compare: its options go before the workload's command
+            at = command.index("--")
+            command = command[:at] + ["--html", path] + command[at:]
+        else:
+            command = command + ["--html", path]
+        proc = subprocess.run([CLI, *command], capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise AssertionError(f"{command} --html failed: {proc.stderr}")
         return path
@@ -130,7 +140,8 @@ class HtmlPages(E2ETestCase):
                 size = png_size(result.screenshot)
                 self.assertIsNotNone(size, result.screenshot)
                 self.assertEqual(size[0], 1000)
-                self.assertGreater(size[1], 1000)  # the whole page, not one screen
+                # The whole page, not one screen (compare's page is a short one).
+                self.assertGreater(size[1], 400 if name == "compare" else 1000)
 
     def test_every_chart_has_axes_and_marks(self):
         for name, result in self.loaded.items():
@@ -214,6 +225,18 @@ class HtmlPages(E2ETestCase):
         panels = self.chart("diff", "latency histogram: ")
         classes = {p["cls"] for panel in panels for p in panel["paths"] if p["cls"].startswith("hist")}
         self.assertEqual(classes, {"hist base", "hist other"})
+
+
+    # ---- compare ----
+
+    def test_compare_draws_one_bar_per_row_as_long_as_its_wall_time(self):
+        [chart] = self.chart("compare", "Wall time per row")
+        self.assertEqual([r["label"] for r in chart["rows"]], self.compare_rows)
+        widths = [r["width"] for r in chart["rows"]]
+        self.assertTrue(all(w > 0 for w in widths), widths)
+        # musl's harness is the slowest of the three on any machine: its bar is the longest.
+        self.assertEqual(max(widths), widths[2], widths)
+        self.assertIn("musl (variant) is slower than glibc", self.loaded["compare"].value["verdict"])
 
 
 class HtmlUsage(unittest.TestCase):

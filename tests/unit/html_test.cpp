@@ -140,7 +140,7 @@ TEST(HtmlPage, KeepsToItsBudgetAndSaysWhatItCut) {
 }
 
 TEST(CompareBars, BarsAreAsLongAsTheWallTimeAndSplitByShares) {
-  CompareTable table;
+  CompareBarTable table;
   table.label = "allocators";
   table.share_names = {"fast path", "waiting"};
   table.rows = {{"glibc", 1e9, {0.1, 0.2}}, {"musl", 2e9, {0.1, 0.5}}, {"broken", std::nullopt, {}}};
