@@ -142,6 +142,9 @@ std::string classes_section(const CostReport& r) {
   const double t = r.split.total();
   time.add_row({"all", cell_dur(r.allocator_time_ns), cell_dur(r.allocator_error_ns), r.allocator_time_ns > 0 ? cell_pct(1) : std::string("-"),
                 cell_pct_of(r.split.fast_ns, t), cell_pct_of(r.split.slow_ns, t), cell_pct_of(r.split.wait_ns, t)});
+  // Long labels (sizes not taken, wide class names) give way before the numbers do.
+  calls.shrink_to_fit(0, kWidth, 12);
+  time.shrink_to_fit(0, kWidth, 12);
   const std::string what = buckets ? "Size buckets" : "Size classes";
   return section(what + ": calls and latency of timed calls", r.classes.empty() ? "" : calls.render()) +
          section(what + ": estimated time inside the allocator (fast / slow / waiting: shares of the row)",
