@@ -18,6 +18,7 @@
 #include "profile_reader.h"
 #include "thread_profile.h"
 #include "timeline.h"
+#include "trace_decode.h"
 #include "window_sweep.h"
 
 namespace allocscope {
@@ -477,6 +478,11 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     p1.sizes.add(events);
     sweep1.add(header.thread_serial, events);
   };
+  // A trace holds every call, timed: its records are the timed-call events of the model.
+  load1.on_trace = [&](const TraceEventsRecord& chunk) {
+    const std::vector<format::Event> events = trace_chunk_as_events(chunk);
+    load1.on_events(trace_chunk_events_header(chunk), events);
+  };
   const Profile profile = load_profile(path, load1);
   sweep1.finish();
   p1.sweep = sweep1.totals();
@@ -589,6 +595,10 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   load2.on_events = [&](const format::EventsHeader& header, std::span<const format::Event> events) {
     if (++chunks_seen > p1.event_chunks) return;  // the file grew since pass 1
     sweep2.add(header.thread_serial, events);
+  };
+  load2.on_trace = [&](const TraceEventsRecord& chunk) {
+    const std::vector<format::Event> events = trace_chunk_as_events(chunk);
+    load2.on_events(trace_chunk_events_header(chunk), events);
   };
   (void)load_profile(path, load2);
   sweep2.finish();

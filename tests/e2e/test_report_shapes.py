@@ -158,6 +158,16 @@ class ReportShapes(E2ETestCase):
                 self.assertGreaterEqual(top["calls"] / total, 0.99)
                 self.assertLessEqual(top["calls"], calls)
                 self.assertEqual(j["cross_thread_frees"], 0)
+                # A trace times every call, and its records are the model's timed calls: every
+                # class of the harness's mallocs has latency quantiles, from all of its calls.
+                by_class = self.report_json(path)
+                self.assertEqual(by_class["timed_calls"], by_class["calls"])
+                # (Classes holding only frees have none: a trace record of a free carries no size.)
+                sized = [c for c in by_class["classes"] if c.get("lo") is not None and "malloc" in c["ops"]]
+                self.assertTrue(sized)
+                for c in sized:
+                    self.assertIsNotNone(c["p50_ns"], c)
+                    self.assertLessEqual(c["p50_ns"], c["p99_ns"], c)
 
                 text = self.run_cli("report", path, "--by", "shape")
                 self.assertIn("short-lived same-thread 16–1039 B", text)
