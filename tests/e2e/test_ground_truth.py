@@ -164,18 +164,18 @@ def cli_json(*args):
     return json.loads(proc.stdout)
 
 
-class SpinAllocator(unittest.TestCase):
-    """libspin_alloc.so against libnolock_alloc.so, at 1 and 2 threads."""
+class RecordedCase(unittest.TestCase):
+    """A test class whose runs are recorded once, in record_all(), into one temporary directory."""
+
+    @classmethod
+    def record_all(cls):
+        raise NotImplementedError
 
     @classmethod
     def setUpClass(cls):
         cls.rec = Recording()
-        cls.runs = {}
         try:
-            for threads in (1, 2):
-                base = cls.rec.record("nolock", threads)
-                spin, count = cls.rec.record_spin(threads)
-                cls.runs[threads] = (base, spin, count)
+            cls.record_all()
         except BaseException:
             cls.rec.close()
             raise
@@ -183,6 +183,18 @@ class SpinAllocator(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.rec.close()
+
+
+class SpinAllocator(RecordedCase):
+    """libspin_alloc.so against libnolock_alloc.so, at 1 and 2 threads."""
+
+    @classmethod
+    def record_all(cls):
+        cls.runs = {}
+        for threads in (1, 2):
+            base = cls.rec.record("nolock", threads)
+            spin, count = cls.rec.record_spin(threads)
+            cls.runs[threads] = (base, spin, count)
 
     def injected(self, threads):
         return self.runs[threads][2] * SPIN_NS
@@ -285,7 +297,7 @@ class MutexAllocator(unittest.TestCase):
 
 
 @unittest.skipUnless(HAS_DIFF, "allocscope diff does not exist yet")
-class MuslAgainstGlibc(unittest.TestCase):
+class MuslAgainstGlibc(RecordedCase):
     """The real case: musl's malloc against glibc's on the harness at 8 threads."""
 
     THREADS = 8
@@ -296,18 +308,13 @@ class MuslAgainstGlibc(unittest.TestCase):
         why = contention_measurable()
         if why:
             raise unittest.SkipTest(why)
-        cls.rec = Recording()
-        try:
-            cls.glibc = cls.rec.record(None, cls.THREADS, cls.ITERS, program="harness-glibc", name="glibc")
-            cls.musl = cls.rec.record(None, cls.THREADS, cls.ITERS, program="harness-musl", name="musl")
-            cls.diff = cli_json("diff", cls.glibc, cls.musl, "--json")
-        except BaseException:
-            cls.rec.close()
-            raise
+        super().setUpClass()
 
     @classmethod
-    def tearDownClass(cls):
-        cls.rec.close()
+    def record_all(cls):
+        cls.glibc = cls.rec.record(None, cls.THREADS, cls.ITERS, program="harness-glibc", name="glibc")
+        cls.musl = cls.rec.record(None, cls.THREADS, cls.ITERS, program="harness-musl", name="musl")
+        cls.diff = cli_json("diff", cls.glibc, cls.musl, "--json")
 
     def describe(self):
         d = self.diff
