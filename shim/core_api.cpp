@@ -25,8 +25,8 @@ uint64_t product(size_t n, size_t size) {
 // finds the block it returned; `old` is realloc's old block.  The full path: re-entry, a thread
 // without a slot yet, a timing decision, a timed call.
 template <class Real, class Failed, class Block>
-__attribute__((noinline)) auto observe_full(Op o, uint64_t size, Real&& real, Failed&& failed,
-                                            Block&& block, const void* old) {
+__attribute__((noinline)) auto observe_full(Op o, uint64_t size, Real real, Failed failed,
+                                            Block block, const void* old) {
   Slot* s = enter();
   if (!s) return real();
   const unsigned b = bucket_of(size);
@@ -43,19 +43,20 @@ __attribute__((noinline)) void note_failed(Op o, uint64_t size) {
 }
 
 // The common case inline: an observed thread, outside the shim, not deciding on timing this call.
-// It counts, calls, and checks the result; little stays live across the real call (the thread's
-// context and the size), so the entry point saves few registers.
+// It counts, calls, and checks the result.  `real` holds its arguments by value, so that nothing
+// is spilled on this path; little stays live across the real call (the thread's context and the
+// size), so the entry point saves few registers.
 template <class Real, class Failed, class Block>
-__attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real&& real,
-                                                   Failed&& failed, Block&& block,
-                                                   const void* old = nullptr) {
+__attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real real, Failed failed,
+                                                   Block block, const void* old = nullptr) {
   ThreadCtx& t = t_ctx;
+  const uint64_t gate = fast_gate(t);
   Slot* s = t.slot;
-  if (__builtin_expect(t.depth != 0 || s == nullptr || t.countdown <= 1 ||
+  if (__builtin_expect(!fast_path_open(gate) ||
                            s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
     return observe_full(o, size, real, failed, block, old);
-  --t.countdown;
   count_call(s, op(o), bucket_of(size), size);
+  t.countdown = static_cast<uint32_t>(gate) - 1;
   t.depth = 1;
   auto r = real();
   t.depth = 0;
@@ -73,7 +74,7 @@ extern "C" {
 
 void* allocscope_malloc(size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc(size, 16);
-  return observe(Op::Malloc, size, [&] { return g_real.malloc(size); }, is_null, same);
+  return observe(Op::Malloc, size, [=] { return g_real.malloc(size); }, is_null, same);
 }
 
 namespace {
@@ -81,17 +82,23 @@ namespace {
 __attribute__((noinline)) void free_full(void* ptr) {
   Slot* s = enter();
   if (!s) return g_real.free(ptr);
+  // A trace, or ALLOCSCOPE_FREE_SIZES=1, needs every block's size: it is taken before the call's
+  // timing starts, so that one clock read serves the decision and the start.
+  const bool sized = g_trace || __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED);
+  uint64_t size = sized && ptr ? g_real.malloc_usable_size(ptr) : 0;
   uint64_t t0 = start_timing(s);
-  if (__builtin_expect(t0 == 0 && !__atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED), 1)) {
+  if (__builtin_expect(t0 == 0 && !sized, 1)) {
     // The block's size costs as much as the free itself: taken on timed calls only.
     count_call(s, op(Op::Free), kBucketUnknown, 0);
     g_real.free(ptr);
     return leave();
   }
-  const uint64_t size = ptr ? g_real.malloc_usable_size(ptr) : 0;
+  if (!sized) {  // a timed call: its size is taken outside the timed interval
+    size = ptr ? g_real.malloc_usable_size(ptr) : 0;
+    t0 = ticks();
+  }
   const unsigned b = bucket_of(size);
   count_call(s, op(Op::Free), b, size);
-  if (t0) t0 = ticks();
   g_real.free(ptr);
   finish(t0, op(Op::Free), b, size, false, ptr);
 }
@@ -101,13 +108,14 @@ __attribute__((noinline)) void free_full(void* ptr) {
 void allocscope_free(void* ptr) {
   if (is_bootstrap_block(ptr) || !real_allocator_ready()) return;
   ThreadCtx& t = t_ctx;
+  const uint64_t gate = fast_gate(t);
   Slot* s = t.slot;
-  if (__builtin_expect(t.depth != 0 || s == nullptr || t.countdown <= 1 ||
+  if (__builtin_expect(!fast_path_open(gate) ||
                            __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
                            s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
     return free_full(ptr);
-  --t.countdown;
   bump(s->counters[op(Op::Free)][kBucketUnknown].calls, 1);  // size not taken: see free_full
+  t.countdown = static_cast<uint32_t>(gate) - 1;
   t.depth = 1;
   g_real.free(ptr);
   t.depth = 0;
@@ -118,7 +126,7 @@ void* allocscope_calloc(size_t n, size_t size) {
     const uint64_t total = product(n, size);
     return total == ~uint64_t{0} ? nullptr : bootstrap_alloc(total, 16);
   }
-  return observe(Op::Calloc, product(n, size), [&] { return g_real.calloc(n, size); }, is_null,
+  return observe(Op::Calloc, product(n, size), [=] { return g_real.calloc(n, size); }, is_null,
                  same);
 }
 
@@ -132,8 +140,8 @@ void* allocscope_realloc(void* ptr, size_t size) {
     }
     return q;
   }
-  return observe(Op::Realloc, size, [&] { return g_real.realloc(ptr, size); },
-                 [&](void* p) { return p == nullptr && size != 0; }, same, ptr);
+  return observe(Op::Realloc, size, [=] { return g_real.realloc(ptr, size); },
+                 [=](void* p) { return p == nullptr && size != 0; }, same, ptr);
 }
 
 void* allocscope_reallocarray(void* ptr, size_t n, size_t size) {
@@ -142,8 +150,8 @@ void* allocscope_reallocarray(void* ptr, size_t n, size_t size) {
     return total == ~uint64_t{0} ? nullptr : allocscope_realloc(ptr, total);
   }
   return observe(Op::Reallocarray, product(n, size),
-                 [&] { return g_real.reallocarray(ptr, n, size); },
-                 [&](void* p) { return p == nullptr && n != 0 && size != 0; }, same, ptr);
+                 [=] { return g_real.reallocarray(ptr, n, size); },
+                 [=](void* p) { return p == nullptr && n != 0 && size != 0; }, same, ptr);
 }
 
 int allocscope_posix_memalign(void** out, size_t align, size_t size) {
@@ -151,30 +159,30 @@ int allocscope_posix_memalign(void** out, size_t align, size_t size) {
     *out = bootstrap_alloc(size, align);
     return *out ? 0 : 12 /* ENOMEM */;
   }
-  return observe(Op::PosixMemalign, size, [&] { return g_real.posix_memalign(out, align, size); },
-                 [](int r) { return r != 0; }, [&](int r) { return r == 0 ? *out : nullptr; });
+  return observe(Op::PosixMemalign, size, [=] { return g_real.posix_memalign(out, align, size); },
+                 [](int r) { return r != 0; }, [=](int r) { return r == 0 ? *out : nullptr; });
 }
 
 void* allocscope_aligned_alloc(size_t align, size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc(size, align);
-  return observe(Op::AlignedAlloc, size, [&] { return g_real.aligned_alloc(align, size); },
+  return observe(Op::AlignedAlloc, size, [=] { return g_real.aligned_alloc(align, size); },
                  is_null, same);
 }
 
 void* allocscope_memalign(size_t align, size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc(size, align);
-  return observe(Op::Memalign, size, [&] { return g_real.memalign(align, size); }, is_null,
+  return observe(Op::Memalign, size, [=] { return g_real.memalign(align, size); }, is_null,
                  same);
 }
 
 void* allocscope_valloc(size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc(size, 4096);
-  return observe(Op::Valloc, size, [&] { return g_real.valloc(size); }, is_null, same);
+  return observe(Op::Valloc, size, [=] { return g_real.valloc(size); }, is_null, same);
 }
 
 void* allocscope_pvalloc(size_t size) {
   if (!real_allocator_ready()) return bootstrap_alloc((size + 4095) & ~size_t{4095}, 4096);
-  return observe(Op::Pvalloc, size, [&] { return g_real.pvalloc(size); }, is_null, same);
+  return observe(Op::Pvalloc, size, [=] { return g_real.pvalloc(size); }, is_null, same);
 }
 
 size_t allocscope_malloc_usable_size(void* ptr) {

@@ -85,9 +85,13 @@ void configure_sampling(const format::Calibration& c) {
   SamplingConfig& s = g_sampling;
   s.sample_every = g_sample_override >= 0 ? static_cast<uint32_t>(g_sample_override)
                                           : env_uint("ALLOCSCOPE_SAMPLE", kDefaultSampleEvery);
-  s.cpu_sample_every = env_uint("ALLOCSCOPE_CPU_SAMPLE", kDefaultCpuSampleEvery);
   __atomic_store_n(&g_exact_free_sizes, env_uint("ALLOCSCOPE_FREE_SIZES", 0) != 0, __ATOMIC_RELAXED);
   g_trace = env_uint("ALLOCSCOPE_TRACE", 0) != 0;
+  // A trace times every call, not 1 in kDefaultSampleEvery: its rusage probes (two getrusage
+  // calls, ~1 µs each) are spaced as many times further apart, so that it samples as often per
+  // call as the default mode does.
+  s.cpu_sample_every = env_uint("ALLOCSCOPE_CPU_SAMPLE", g_trace ? kDefaultCpuSampleEvery * kDefaultSampleEvery
+                                                                 : kDefaultCpuSampleEvery);
   s.stack_every = env_uint("ALLOCSCOPE_STACKS", 0);
   s.stack_slow_ticks = env_uint("ALLOCSCOPE_STACK_SLOW_NS", 50000) * (c.tick_hz / 1000000) / 1000;
   if (g_trace) s.sample_every = 1;  // a trace has every call, timed

@@ -15,6 +15,7 @@
 // milliseconds (a contended lock) blind to most windows: the timed sample would then miss exactly
 // the slow calls.  N = 1 times every call, N = 0 counts only.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "thread_slot.h"
@@ -24,8 +25,9 @@ namespace allocscope {
 
 struct ThreadCtx {
   Slot* slot;
-  uint32_t depth;         // > 0 while inside the shim on this thread
+  // `countdown` then `depth`: read together as one word by the fast path (fast_gate below).
   uint32_t countdown;     // calls left before the next timing decision (1 = decide every call)
+  uint32_t depth;         // > 0 while inside the shim on this thread
   uint32_t timing;        // inside a timed window
   uint32_t cpu_countdown; // timed calls left before the next rusage sample
   uint64_t window_end;
@@ -37,6 +39,17 @@ struct ThreadCtx {
 };
 
 extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
+
+// countdown | depth << 32 in one load (little-endian x86_64 and aarch64).  The fast path may run
+// when it is in [2, 2^32): outside the shim (depth 0) and not deciding on timing this call
+// (countdown >= 2).  A thread without a slot has countdown 0.
+inline uint64_t fast_gate(const ThreadCtx& t) {
+  static_assert(offsetof(ThreadCtx, depth) == offsetof(ThreadCtx, countdown) + 4, "layout");
+  uint64_t w;
+  __builtin_memcpy(&w, &t.countdown, sizeof w);
+  return w;
+}
+inline bool fast_path_open(uint64_t gate) { return gate - 2 < 0xffffffffull - 1; }
 
 struct SamplingConfig {
   uint32_t sample_every;       // N
