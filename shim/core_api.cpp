@@ -56,10 +56,10 @@ __attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real rea
                            s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
     return observe_full(o, size, real, failed, block, old);
   count_call(s, op(o), bucket_of(size), size);
-  t.countdown = static_cast<uint32_t>(gate) - 1;
-  t.depth = 1;
+  const uint32_t left = static_cast<uint32_t>(gate) - 1;
+  set_gate(t, left, 1);
   auto r = real();
-  t.depth = 0;
+  set_gate(t, left, 0);
   if (__builtin_expect(failed(r), 0)) note_failed(o, size);
   return r;
 }
@@ -115,10 +115,10 @@ void allocscope_free(void* ptr) {
                            s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
     return free_full(ptr);
   bump(s->counters[op(Op::Free)][kBucketUnknown].calls, 1);  // size not taken: see free_full
-  t.countdown = static_cast<uint32_t>(gate) - 1;
-  t.depth = 1;
+  const uint32_t left = static_cast<uint32_t>(gate) - 1;
+  set_gate(t, left, 1);
   g_real.free(ptr);
-  t.depth = 0;
+  set_gate(t, left, 0);
 }
 
 void* allocscope_calloc(size_t n, size_t size) {

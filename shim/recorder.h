@@ -50,6 +50,12 @@ inline uint64_t fast_gate(const ThreadCtx& t) {
   return w;
 }
 inline bool fast_path_open(uint64_t gate) { return gate - 2 < 0xffffffffull - 1; }
+// Writes countdown and depth as one word: the next call's fast_gate load then forwards from this
+// store (two 4-byte stores read back as one 8-byte load stall the pipeline for ~15 cycles).
+inline void set_gate(ThreadCtx& t, uint32_t countdown, uint32_t depth) {
+  const uint64_t w = countdown | static_cast<uint64_t>(depth) << 32;
+  __builtin_memcpy(&t.countdown, &w, sizeof w);
+}
 
 struct SamplingConfig {
   uint32_t sample_every;       // N
