@@ -87,7 +87,10 @@ void ConcurrencyTracker::advance_to(uint64_t tick) {
   now_ = tick;
 }
 
+// A call without a duration (a trace recorded with --sample N > 1, outside the windows) was not
+// watched from enter to exit: it is left out, so the figures are those of the timed windows.
 void ConcurrencyTracker::enter(const TraceCall& call) {
+  if (call.record.duration == 0) return;
   advance_to(call.enter_tick);
   if (call.thread >= active_.size()) active_.resize(call.thread + 1);
   active_[call.thread] = Active{inside_, r_.contended_ticks};
@@ -96,6 +99,10 @@ void ConcurrencyTracker::enter(const TraceCall& call) {
 }
 
 void ConcurrencyTracker::exit(const TraceCall& call) {
+  if (call.record.duration == 0) {
+    ++r_.untimed_calls;
+    return;
+  }
   advance_to(call.exit_tick);
   if (inside_ > 0) --inside_;
   ++r_.calls;

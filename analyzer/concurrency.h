@@ -19,6 +19,9 @@
 //     The report leaves out windows of descheduled calls (judged from rusage samples); a trace
 //     has no rusage, so nothing is left out here.
 // Frees carry no size in a trace: their cells are (free, kBucketUnknown).
+// A trace recorded with --sample N > 1 has durations only for the calls in the sampling windows:
+// the others are left out, and everything above describes those windows (as the report's sampled
+// figures do), not the whole run.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -37,7 +40,8 @@ struct InsideSample {          // one slot of the concurrency timeline
 };
 
 struct ConcurrencyResults {
-  uint64_t calls = 0;
+  uint64_t calls = 0;             // timed calls: those the figures below are made of
+  uint64_t untimed_calls = 0;     // left out (a trace recorded with --sample N > 1)
   uint64_t alone_calls = 0;       // started with no other thread inside
   uint64_t contended_calls = 0;   // started with at least one other thread inside
   uint64_t si_calls = 0;          // calls that met another thread inside at some point

@@ -82,12 +82,23 @@ void LifetimeTracker::set_live(uint64_t live, uint64_t tick) {
   s.touched = true;
 }
 
+namespace {
+
+// A record with a duration was timed (trace_codec.h: 0 means not timed).
+bool timed(const TraceCall& call) { return call.record.duration != 0; }
+
+}  // namespace
+
 void LifetimeTracker::add_cost(const TraceCall& call, uint32_t cls, ByteCount bytes) {
   StackCostKey key{stacks_.find(call.thread, call.record.stack_id), call.record.op, cls};
   StackCost& c = r_.stack_costs[key];
+  const bool t = timed(call);
   ++c.calls;
+  c.timed += t;
   c.ticks += call.duration();
   c.bytes += bytes;
+  timed_by_class_[{call.record.op, cls}].add(t, call.duration());
+  if (call.record.op < kOpSlots) timed_by_op_[call.record.op].add(t, call.duration());
 }
 
 void LifetimeTracker::end_chain(const Block& b) {
@@ -102,15 +113,63 @@ void LifetimeTracker::end_chain(const Block& b) {
   }
 }
 
-void LifetimeTracker::add_shape(const Block& b, LifetimeBand band, bool cross, uint64_t calls, uint64_t ticks) {
+void LifetimeTracker::add_shape(const Block& b, LifetimeBand band, bool cross, const TraceCall* end) {
   for (auto* shapes : {&r_.shapes, &r_.bucket_shapes}) {
     ShapeCounts& shape = (*shapes)[ShapeKey{shapes == &r_.shapes ? b.cls : b.bucket, band, cross}];
     ++shape.blocks;
     shape.bytes += b.size;
     shape.min_size = std::min(shape.min_size, b.size);
     shape.max_size = std::max(shape.max_size, b.size);
-    shape.calls += calls;
-    shape.ticks += ticks;
+    ++shape.calls;
+    shape.timed_calls += b.create_timed;
+    shape.ticks += b.create_ticks;
+    if (b.op < kOpSlots) shape.by_op[b.op].add(b.create_timed, b.create_ticks);
+    if (end) {
+      const bool t = timed(*end);
+      ++shape.calls;
+      shape.timed_calls += t;
+      shape.ticks += end->duration();
+      if (end->record.op < kOpSlots) shape.by_op[end->record.op].add(t, end->duration());
+    }
+  }
+}
+
+// Times of untimed calls (a trace recorded with --sample N > 1), as lifetimes.h says.
+void LifetimeTracker::estimate_untimed() {
+  if (r_.timed_calls == r_.calls) return;
+  auto op_mean = [&](unsigned op) {
+    const TimedCalls& t = timed_by_op_[op];
+    return t.timed ? static_cast<double>(t.ticks) / static_cast<double>(t.timed) : 0.0;
+  };
+  auto class_mean = [&](unsigned op, uint32_t cls) {
+    const auto it = timed_by_class_.find({static_cast<uint8_t>(op), cls});
+    if (it != timed_by_class_.end() && it->second.timed)
+      return static_cast<double>(it->second.ticks) / static_cast<double>(it->second.timed);
+    return op_mean(op);
+  };
+  auto estimate = [&](const TimedCalls& t, unsigned op, uint32_t cls) {
+    if (t.timed == t.calls) return static_cast<double>(t.ticks);
+    if (t.timed > 0)
+      return static_cast<double>(t.ticks) * static_cast<double>(t.calls) / static_cast<double>(t.timed);
+    return class_mean(op, cls) * static_cast<double>(t.calls);
+  };
+  for (auto* shapes : {&r_.shapes, &r_.bucket_shapes}) {
+    for (auto& [key, shape] : *shapes) {
+      if (shape.timed_calls == shape.calls) continue;
+      double ticks = 0;
+      for (unsigned op = 0; op < kOpSlots; ++op) {
+        const TimedCalls& t = shape.by_op[op];
+        // A bucket shape's cell has no class of the table: its operation's mean stands in.
+        if (t.calls) ticks += shapes == &r_.shapes ? estimate(t, op, key.cls)
+                                                    : (t.timed ? estimate(t, op, 0) : op_mean(op) * static_cast<double>(t.calls));
+      }
+      shape.ticks = static_cast<uint64_t>(std::llround(ticks));
+    }
+  }
+  for (auto& [key, cost] : r_.stack_costs) {
+    if (cost.timed == cost.calls) continue;
+    const TimedCalls t{cost.calls, cost.timed, cost.ticks};
+    cost.ticks = static_cast<uint64_t>(std::llround(estimate(t, key.op, key.cls)));
   }
 }
 
@@ -124,7 +183,7 @@ void LifetimeTracker::release(const Block& b, const TraceCall& call, bool by_fre
   ++cl.bands[static_cast<unsigned>(band)];
   cl.lifetime_ticks.add(lifetime);
   cl.allocs_between.add(allocs_of(b.owner) - b.allocs_at);
-  add_shape(b, band, cross, by_free ? 2 : 1, b.create_ticks + (by_free ? call.duration() : 0));
+  add_shape(b, band, cross, by_free ? &call : nullptr);
   if (by_free) {
     ++r_.frees;
     ++(cross ? r_.cross_thread_frees : r_.same_thread_frees);
@@ -142,6 +201,7 @@ void LifetimeTracker::obtain(const TraceCall& call, uint64_t addr, uint64_t size
   b.obtained = call.exit_tick;
   b.allocs_at = mine;
   b.create_ticks = call.duration();
+  b.create_timed = timed(call);
   b.owner = call.thread;
   b.cls = class_of(size);
   b.bucket = static_cast<uint8_t>(bucket_of(size));
@@ -163,9 +223,16 @@ void LifetimeTracker::obtain(const TraceCall& call, uint64_t addr, uint64_t size
   uint64_t live = r_.live_bytes;
   auto [it, inserted] = live_.try_emplace(addr, b);
   if (!inserted) {
-    ++r_.reused_live;
-    live -= it->second.size;
-    it->second = b;
+    if (!timed(call)) {
+      // An untimed call's record holds its start, not its end: the call that frees this address
+      // may have begun after it and still handed the address over before it returned.  The
+      // block waits for that release.
+      pending_[addr].push_back(b);
+    } else {
+      ++r_.reused_live;
+      live -= it->second.size;
+      it->second = b;
+    }
   }
   ++r_.blocks;
   ClassLifetimes& cl = r_.classes[b.cls];
@@ -174,9 +241,39 @@ void LifetimeTracker::obtain(const TraceCall& call, uint64_t addr, uint64_t size
   set_live(live + size, call.exit_tick);
 }
 
+bool LifetimeTracker::take_block(uint64_t addr, uint32_t thread, Block& out) {
+  const auto it = live_.find(addr);
+  if (it == live_.end()) return false;
+  if (!pending_.empty()) {
+    const auto p = pending_.find(addr);
+    if (p != pending_.end()) {
+      std::vector<Block>& waiting = p->second;
+      // Several blocks at one address: the order of untimed calls is only that of their starts.
+      // A thread frees its own block rather than another's, when it has one there.
+      auto mine = waiting.end();
+      if (it->second.owner != thread)
+        mine = std::find_if(waiting.begin(), waiting.end(), [&](const Block& b) { return b.owner == thread; });
+      if (mine != waiting.end()) {
+        out = *mine;
+        waiting.erase(mine);
+      } else {
+        out = it->second;
+        it->second = waiting.front();
+        waiting.erase(waiting.begin());
+      }
+      if (waiting.empty()) pending_.erase(p);
+      return true;
+    }
+  }
+  out = it->second;
+  live_.erase(it);
+  return true;
+}
+
 void LifetimeTracker::enter(const TraceCall& call) {
   const trace::Record& rec = call.record;
   ++r_.calls;
+  r_.timed_calls += timed(call);
   allocs_of(call.thread);  // sizes the per-thread tables
   resizing_[call.thread].reset();
   if (rec.op == static_cast<uint8_t>(Op::Free)) {
@@ -185,14 +282,12 @@ void LifetimeTracker::enter(const TraceCall& call) {
       add_cost(call, kNoClass, 0);
       return;
     }
-    const auto it = live_.find(rec.addr);
-    if (it == live_.end()) {
+    Block b;
+    if (!take_block(rec.addr, call.thread, b)) {
       ++r_.unmatched_frees;
       add_cost(call, kNoClass, 0);
       return;
     }
-    const Block b = it->second;
-    live_.erase(it);
     set_live(r_.live_bytes - b.size, call.enter_tick);
     release(b, call, true);
     add_cost(call, b.cls, 0);
@@ -208,14 +303,12 @@ void LifetimeTracker::enter(const TraceCall& call) {
     return;
   }
   if (is_realloc(rec.op) && rec.old_addr != 0) {
-    const auto it = live_.find(rec.old_addr);
-    if (it == live_.end()) {
+    Block b;
+    if (!take_block(rec.old_addr, call.thread, b)) {
       ++r_.unmatched_reallocs;
       if (rec.addr == 0) add_cost(call, kNoClass, 0);  // realloc(p, 0) of an unknown block
       return;
     }
-    const Block b = it->second;
-    live_.erase(it);
     set_live(r_.live_bytes - b.size, call.enter_tick);
     if (rec.addr == 0) {  // realloc(p, 0) freed p
       release(b, call, true);
@@ -241,19 +334,24 @@ void LifetimeTracker::exit(const TraceCall& call) {
 }
 
 void LifetimeTracker::finish() {
-  for (const auto& [addr, b] : live_) {
+  auto leak = [&](const Block& b) {
     ClassLifetimes& cl = r_.classes[b.cls];
     ++cl.leaked;
     cl.leaked_bytes += b.size;
     ++cl.bands[static_cast<unsigned>(LifetimeBand::Leaked)];
-    add_shape(b, LifetimeBand::Leaked, false, 1, b.create_ticks);
+    add_shape(b, LifetimeBand::Leaked, false, nullptr);
     ++r_.leaked_blocks;
     r_.leaked_bytes += b.size;
     end_chain(b);
     StackCost& c = r_.stack_costs[StackCostKey{b.stack, b.op, b.cls}];
     ++c.leaked;
     c.leaked_bytes += b.size;
+  };
+  for (const auto& [addr, b] : live_) leak(b);
+  for (const auto& [addr, blocks] : pending_) {  // their addresses were never released again
+    for (const Block& b : blocks) leak(b);
   }
+  estimate_untimed();
   // Slots without a change carry the level of the last change before them.
   uint64_t level = 0;
   for (LiveSample& s : r_.timeline) {

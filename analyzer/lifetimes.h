@@ -10,6 +10,12 @@
 // after this one and before its release.  A release by another thread than the one that
 // obtained the block is a *cross-thread* free.
 //
+// A trace recorded with --sample N > 1 holds only the start of its untimed calls, so calls that
+// overlapped may be visited out of order: a block such a call obtained at an address still live
+// (another thread's free of it overlapped the call) waits until that address is released, instead
+// of counting as a reuse of a live address; and when several blocks are at one address, a thread
+// releases its own before another thread's.
+//
 // Realloc: a successful realloc(p, n) ends p's lifetime and starts the new block's (also when it
 // resizes in place); realloc(p, 0) returning NULL is a free; a failed realloc changes nothing.
 // Successive reallocs of one block form a *growth chain* from the block's first allocation to its
@@ -26,6 +32,13 @@
 // (stack, operation, class) for the call-site report and the exports (callsites.h, export.h):
 // a free's class is that of the block it frees.
 //
+// Time: a trace recorded with --sample N > 1 times only the calls in the sampling windows (its
+// other records have a start and no duration; the windows take calls uniformly, whatever their
+// cost).  A shape's or a call site's time is then estimated per operation: the time of its timed
+// calls scaled by calls / timed calls, or — with no timed call of that operation there — its
+// calls times the mean of the operation's timed calls in the same class, else in the whole trace.
+// With every call timed (the default) the times are exact.
+//
 // Memory: one entry per live block, plus fixed-size tables; nothing grows with the trace's length.
 #pragma once
 #include <array>
@@ -35,6 +48,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocscope/ops.h"
 #include "class_tables.h"
 #include "fine_histogram.h"
 #include "stack_table.h"
@@ -61,10 +75,24 @@ struct ShapeKey {
   auto operator<=>(const ShapeKey&) const = default;
 };
 
+// Calls of one operation and the time of those of them that were timed.
+struct TimedCalls {
+  uint64_t calls = 0, timed = 0, ticks = 0;
+  void add(bool is_timed, uint64_t duration) {
+    ++calls;
+    if (is_timed) {
+      ++timed;
+      ticks += duration;
+    }
+  }
+};
+
 struct ShapeCounts {
   uint64_t blocks = 0;
   uint64_t calls = 0;
-  uint64_t ticks = 0;  // time of those calls
+  uint64_t timed_calls = 0;  // of `calls`, those with a duration
+  uint64_t ticks = 0;  // time of those calls (estimated when not all were timed: see above)
+  std::array<TimedCalls, kOpSlots> by_op{};  // the calls per operation, for that estimate
   ByteCount bytes = 0; // request sizes of the blocks
   uint64_t min_size = ~uint64_t{0}, max_size = 0;  // smallest and largest request among them
 };
@@ -102,7 +130,8 @@ struct StackCostKey {
 
 struct StackCost {
   uint64_t calls = 0;
-  uint64_t ticks = 0;
+  uint64_t timed = 0;           // of `calls`, those with a duration
+  uint64_t ticks = 0;           // (estimated when not all were timed: see above)
   ByteCount bytes = 0;
   uint64_t leaked = 0;          // blocks allocated here and never freed
   ByteCount leaked_bytes = 0;
@@ -118,6 +147,7 @@ struct LiveSample {         // one slot of the live-bytes timeline
 
 struct LifetimeResults {
   uint64_t calls = 0;
+  uint64_t timed_calls = 0;          // calls with a duration (all of them unless --sample N > 1)
   uint64_t blocks = 0;               // blocks obtained
   uint64_t frees = 0;                // blocks released by free or realloc to 0 (matched)
   uint64_t same_thread_frees = 0, cross_thread_frees = 0;
@@ -161,6 +191,7 @@ class LifetimeTracker : public TraceVisitor {
     uint64_t obtained = 0;      // tick
     uint64_t allocs_at = 0;     // the owner's count of obtained blocks, this one included
     uint64_t create_ticks = 0;  // duration of the call that created it
+    bool create_timed = false;  // … if it was timed
     uint64_t chain_first = 0;   // size when the chain began
     uint32_t owner = 0;
     uint32_t cls = 0;
@@ -169,13 +200,17 @@ class LifetimeTracker : public TraceVisitor {
     uint8_t op = 0;               // that call's operation
     uint8_t bucket = 0;           // size bucket of `size`
   };
-  void add_shape(const Block& b, LifetimeBand band, bool cross, uint64_t calls, uint64_t ticks);
+  // `end`: the call that ended the block (free, realloc to 0), or null.
+  void add_shape(const Block& b, LifetimeBand band, bool cross, const TraceCall* end);
+  void estimate_untimed();
 
   uint64_t& allocs_of(uint32_t thread);
   void release(const Block& b, const TraceCall& call, bool by_free);
   void obtain(const TraceCall& call, uint64_t addr, uint64_t size, const Block* from);
   void end_chain(const Block& b);
   void set_live(uint64_t live, uint64_t tick);
+  // Takes the block at `addr` that `thread` releases (see above); false if none is live there.
+  bool take_block(uint64_t addr, uint32_t thread, Block& out);
   void add_cost(const TraceCall& call, uint32_t cls, ByteCount bytes);
   uint32_t class_of(uint64_t size) const { return static_cast<uint32_t>(table_.class_of(size)); }
 
@@ -184,8 +219,11 @@ class LifetimeTracker : public TraceVisitor {
   const StackTable& stacks_;
   uint64_t t0_, t1_;
   std::unordered_map<uint64_t, Block> live_;
+  std::unordered_map<uint64_t, std::vector<Block>> pending_;  // obtained while the address was live
   std::vector<uint64_t> allocs_;                  // per thread serial
   std::vector<std::optional<Block>> resizing_;    // per thread: the block its realloc released
+  std::map<std::pair<uint8_t, uint32_t>, TimedCalls> timed_by_class_;  // (op, class)
+  std::array<TimedCalls, kOpSlots> timed_by_op_{};
   LifetimeResults r_;
 };
 

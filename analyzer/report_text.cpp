@@ -239,7 +239,10 @@ std::string shapes_section(const ReportDetails& d) {
   std::string body = shapes_summary_text(s);
   if (s.missing_records) body += fmt::format("  {} calls are missing from the trace\n", count(s.missing_records));
   return section(fmt::format("Blocks (every call of the trace, {} calls)", count(s.calls)), body) +
-         section("Shapes, adjacent size classes merged (exact time of the traced calls)", shape_groups_text(s)) +
+         section(s.timed_calls == s.calls
+                     ? "Shapes, adjacent size classes merged (exact time of the traced calls)"
+                     : "Shapes, adjacent size classes merged (time of the timed calls, scaled to all)",
+                 shape_groups_text(s)) +
          section("Shapes by size class, lifetime and thread", shape_rows_text(s));
 }
 

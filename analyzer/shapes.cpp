@@ -242,6 +242,8 @@ ShapeReport shape_report(const Profile& profile, const TraceAnalysis& a) {
   cs.alone_calls = c.alone_calls;
   cs.contended_calls = c.contended_calls;
   cs.overhead_ns = clock.to_ns_exact(c.overhead_ticks);
+  cs.untimed_calls = c.untimed_calls;
+  r.timed_calls = l.timed_calls;
   return r;
 }
 
@@ -276,7 +278,7 @@ void write_shape_fields(JsonWriter& w, const ShapeReport& r) {
   w.end_array();
 
   w.key("trace").begin_object();
-  w.field("calls", r.calls).field("threads", r.threads).field("complete", r.complete);
+  w.field("calls", r.calls).field("timed_calls", r.timed_calls).field("threads", r.threads).field("complete", r.complete);
   w.field("class_table", r.class_table);
   w.field("missing_records", r.missing_records).field("repeated_records", r.repeated_records);
   w.field("reordered_steps", r.reordered_steps);
@@ -324,7 +326,7 @@ void write_shape_fields(JsonWriter& w, const ShapeReport& r) {
   w.field("contended_ns", cs.contended_ns).field("mean_inside", cs.mean_inside);
   w.field("serialization_index", cs.serialization_index).field("si_calls", cs.si_calls);
   w.field("alone_calls", cs.alone_calls).field("contended_calls", cs.contended_calls);
-  w.field("overhead_ns", cs.overhead_ns);
+  w.field("overhead_ns", cs.overhead_ns).field("untimed_calls", cs.untimed_calls);
   w.key("time_at_ns").begin_array();
   for (uint64_t ns : cs.time_at_ns) w.value(ns);
   w.end_array();
@@ -409,7 +411,13 @@ std::string shapes_summary_text(const ShapeReport& r) {
                                cs.mean_inside ? fmt::format("{:.2f}", *cs.mean_inside) : "-",
                                cs.serialization_index
                                    ? fmt::format("; serialization index {:.2f}", *cs.serialization_index)
-                                   : "")});
+                                   : "") +
+                       (cs.untimed_calls ? " (timed windows only)" : "")});
+  if (r.timed_calls < r.calls) {
+    summary.add_row({"timed calls", fmt::format("{} of {} (recorded with --sample: the other calls' times are "
+                                                "estimated from them)",
+                                                group_digits(r.timed_calls), group_digits(r.calls))});
+  }
   return summary.render();
 }
 

@@ -100,6 +100,7 @@ struct ConcurrencySummary {
   uint64_t si_calls = 0;                        // calls that met another thread inside
   uint64_t alone_calls = 0, contended_calls = 0;  // by the threads inside at their start
   double overhead_ns = 0;
+  uint64_t untimed_calls = 0;  // calls without a duration, left out of the above (--sample N > 1)
 };
 
 struct ShapeReport {
@@ -108,6 +109,7 @@ struct ShapeReport {
   bool trace = false;        // false: the profile holds no trace; everything below is empty
   bool complete = false;     // ProcessEnd present: blocks live at the end were leaked at exit
   uint64_t calls = 0;
+  uint64_t timed_calls = 0;  // with a duration: all of them unless recorded with --sample N > 1
   uint32_t threads = 0;
   uint64_t missing_records = 0, repeated_records = 0, reordered_steps = 0;
 

@@ -29,6 +29,7 @@ std::vector<format::Event> trace_chunk_as_events(const TraceEventsRecord& chunk)
   out.reserve(chunk.header.count);
   TraceCursor cursor(chunk);
   for (trace::Record r; cursor.next(r);) {
+    if (r.duration == 0) continue;  // recorded outside the timing windows: not a timed call
     format::Event e{};
     e.start_tick = r.start_tick;
     e.duration_ticks = r.duration > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(r.duration);

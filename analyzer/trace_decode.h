@@ -43,9 +43,11 @@ class TraceCursor {
   uint32_t read_ = 0;
 };
 
-// The records of one chunk as the timed-call Events of sampled mode, for code written for those
-// (the report's cost model): start, duration (clamped to 32 bits, kEvClamped), size (saturated;
-// free has none: kBucketUnknown), operation, kEvFailed, stack id.  No rusage fields.
+// The timed records of one chunk (duration > 0: those recorded in a timing window, or all of them
+// when the trace was recorded with --sample 1) as the timed-call Events of sampled mode, for code
+// written for those (the report's cost model): start, duration (clamped to 32 bits, kEvClamped),
+// size (saturated; free has none: kBucketUnknown), operation, kEvFailed, stack id.  No rusage
+// fields.
 std::vector<format::Event> trace_chunk_as_events(const TraceEventsRecord& chunk);
 format::EventsHeader trace_chunk_events_header(const TraceEventsRecord& chunk);
 

@@ -31,15 +31,15 @@ __attribute__((noinline)) auto observe_full(Op o, uint64_t size, Real real, Fail
   if (!s) return real();
   const unsigned b = bucket_of(size);
   count_call(s, op(o), b, size);
-  const uint64_t t0 = start_timing(s);
+  const Timing tm = start_timing(s);
   auto r = real();
-  finish(t0, op(o), b, size, failed(r), block(r), old);
+  finish(tm, op(o), b, size, failed(r), block(r), old);
   return r;
 }
 
 // A call that failed: its request did not obtain bytes (it was counted before the call).
 __attribute__((noinline)) void note_failed(Op o, uint64_t size) {
-  finish_slow(0, 0, CallInfo{op(o), bucket_of(size), size, true, 0, 0});
+  finish_slow(Timing{0, false}, 0, CallInfo{op(o), bucket_of(size), size, true, 0, 0});
 }
 
 // The common case inline: an observed thread, outside the shim, not deciding on timing this call.
@@ -50,13 +50,12 @@ template <class Real, class Failed, class Block>
 __attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real real, Failed failed,
                                                    Block block, const void* old = nullptr) {
   ThreadCtx& t = t_ctx;
-  const uint64_t gate = fast_gate(t);
   Slot* s = t.slot;
-  if (__builtin_expect(!fast_path_open(gate) ||
+  if (__builtin_expect(!fast_path_open(t) ||
                            s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
     return observe_full(o, size, real, failed, block, old);
   count_call(s, op(o), bucket_of(size), size);
-  const uint32_t left = static_cast<uint32_t>(gate) - 1;
+  const uint32_t left = t.countdown - 1;
   set_gate(t, left, 1);
   auto r = real();
   set_gate(t, left, 0);
@@ -82,25 +81,22 @@ namespace {
 __attribute__((noinline)) void free_full(void* ptr) {
   Slot* s = enter();
   if (!s) return g_real.free(ptr);
-  // A trace, or ALLOCSCOPE_FREE_SIZES=1, needs every block's size: it is taken before the call's
-  // timing starts, so that one clock read serves the decision and the start.
-  const bool sized = g_trace || __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED);
+  // The block's size costs as much as the free itself: it is taken for every free with
+  // ALLOCSCOPE_FREE_SIZES=1, and in a trace that times every call (before the timing starts, so
+  // that one clock read serves the decision and the start); else on timed calls only (outside
+  // the timed interval).  A trace's untimed frees need no size: the analyzer knows each block's.
+  const bool sized = __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
+                     (g_trace && g_sampling.sample_every == 1);
   uint64_t size = sized && ptr ? g_real.malloc_usable_size(ptr) : 0;
-  uint64_t t0 = start_timing(s);
-  if (__builtin_expect(t0 == 0 && !sized, 1)) {
-    // The block's size costs as much as the free itself: taken on timed calls only.
-    count_call(s, op(Op::Free), kBucketUnknown, 0);
-    g_real.free(ptr);
-    return leave();
-  }
-  if (!sized) {  // a timed call: its size is taken outside the timed interval
+  Timing tm = start_timing(s);
+  if (!sized && tm.timed) {
     size = ptr ? g_real.malloc_usable_size(ptr) : 0;
-    t0 = ticks();
+    tm.t0 = ticks();
   }
-  const unsigned b = bucket_of(size);
+  const unsigned b = sized || tm.timed ? bucket_of(size) : kBucketUnknown;
   count_call(s, op(Op::Free), b, size);
   g_real.free(ptr);
-  finish(t0, op(Op::Free), b, size, false, ptr);
+  finish(tm, op(Op::Free), b, size, false, ptr);
 }
 
 }  // namespace
@@ -108,14 +104,13 @@ __attribute__((noinline)) void free_full(void* ptr) {
 void allocscope_free(void* ptr) {
   if (is_bootstrap_block(ptr) || !real_allocator_ready()) return;
   ThreadCtx& t = t_ctx;
-  const uint64_t gate = fast_gate(t);
   Slot* s = t.slot;
-  if (__builtin_expect(!fast_path_open(gate) ||
+  if (__builtin_expect(!fast_path_open(t) ||
                            __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
                            s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
     return free_full(ptr);
   bump(s->counters[op(Op::Free)][kBucketUnknown].calls, 1);  // size not taken: see free_full
-  const uint32_t left = static_cast<uint32_t>(gate) - 1;
+  const uint32_t left = t.countdown - 1;
   set_gate(t, left, 1);
   g_real.free(ptr);
   set_gate(t, left, 0);
@@ -190,11 +185,11 @@ size_t allocscope_malloc_usable_size(void* ptr) {
   if (!real_allocator_ready()) return 0;
   Slot* s = enter();
   if (!s) return g_real.malloc_usable_size(ptr);
-  const uint64_t t0 = start_timing(s);
+  const Timing tm = start_timing(s);
   const size_t n = g_real.malloc_usable_size(ptr);
   const unsigned b = bucket_of(n);
   count_call(s, op(Op::MallocUsableSize), b, n);
-  finish(t0, op(Op::MallocUsableSize), b, n, false, ptr);
+  finish(tm, op(Op::MallocUsableSize), b, n, false, ptr);
   return n;
 }
 

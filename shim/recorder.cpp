@@ -102,34 +102,6 @@ Slot* attach_thread(ThreadCtx& t) {
 
 void flush_in_place(Slot* s);
 
-void append_trace(Slot* s, const CallInfo& call, uint64_t t0, uint64_t duration, uint32_t stack) {
-  TraceState& tr = s->h.trace;
-  uint64_t pub = tr.published.load(std::memory_order_relaxed);
-  if ((pub & 0xffffffffu) + trace::kMaxRecordBytes > kTraceBuffer) {
-    const int saved = errno;
-    flush_buffers(s);
-    errno = saved;
-    pub = tr.published.load(std::memory_order_relaxed);
-    if ((pub & 0xffffffffu) + trace::kMaxRecordBytes > kTraceBuffer) {
-      bump(tr.dropped, 1);
-      return;
-    }
-  }
-  trace::Record r;
-  r.op = static_cast<uint8_t>(call.op);
-  r.failed = call.failed;
-  r.start_tick = t0;
-  r.duration = duration;
-  r.addr = call.addr;
-  r.size = call.size;
-  r.old_addr = call.old_addr;
-  r.stack_id = stack;
-  const uint32_t len = static_cast<uint32_t>(pub & 0xffffffffu);
-  unsigned char* end = trace::encode(s->trace + len, tr.cursor, r);
-  const uint64_t count = (pub >> 32) + 1;
-  tr.published.store(count << 32 | static_cast<uint64_t>(end - s->trace), std::memory_order_release);
-}
-
 void flush_in_place(Slot* s) {
   const int saved = errno;
   flush_slot(s, format::ThreadState::Running);
@@ -137,6 +109,20 @@ void flush_in_place(Slot* s) {
 }
 
 }  // namespace
+
+// The trace buffer has no room for a record: flush it (and say whether there is room now).
+bool make_trace_room(Slot* s) {
+  const int saved = errno;
+  flush_buffers(s);
+  errno = saved;
+  const uint64_t pub = s->h.trace.published.load(std::memory_order_relaxed);
+  if ((pub & 0xffffffffu) + trace::kMaxRecordBytes <= kTraceBuffer) return true;
+  bump(s->h.trace.dropped, 1);
+  return false;
+}
+
+void trace_flush_due(Slot* s) { flush_in_place(s); }
+
 
 Slot* enter_slow(ThreadCtx& t) {
   if (t.depth != 0) {  // re-entry: a libc-internal call, or a signal handler interrupting us
@@ -175,14 +161,31 @@ uint32_t next_check_interval(ThreadCtx& t, uint64_t now, const SamplingConfig& c
 
 }  // namespace
 
-uint64_t timing_decision(Slot* s) {
+namespace {
+
+// The rusage probe of 1 timed call in cpu_sample_every; `now` is the call's start tick so far.
+uint64_t maybe_sample_cpu(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
+  if (t.cpu_countdown == 0) t.cpu_countdown = c.cpu_sample_every;  // attached before start-up ended
+  if (c.cpu_sample_every && --t.cpu_countdown == 0) {
+    t.cpu_countdown = c.cpu_sample_every;
+    t.cpu_sampled = 1;
+    read_thread_rusage(t.ru0);
+    return ticks();  // the call starts after the probe
+  }
+  return now;  // one clock read serves both the decision and the start (it costs ~12 ns here)
+}
+
+}  // namespace
+
+Timing timing_decision(Slot* s) {
   ThreadCtx& t = t_ctx;
   // The settings are written while the process initialises, and published by the mode becoming
   // Active: a thread that arrived earlier counts, and times nothing until then.
   if (__builtin_expect(g_ps->mode.load(std::memory_order_acquire) != kModeActive, 0)) {
     t.countdown = 1;  // decide again on the next call: start-up is short
-    return 0;
+    return Timing{0, false};
   }
+  if (g_trace) return trace_decision(s);
   const SamplingConfig& c = g_sampling;
   const uint64_t now = ticks();
   if (c.sample_every != 1 && !(t.timing && now < t.window_end)) {
@@ -193,29 +196,41 @@ uint64_t timing_decision(Slot* s) {
       t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
       store_shared(s->h.last_tick, now);
       if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);
-      return 0;
+      return Timing{0, false};
     }
     t.timing = 1;
     t.window_end = now - phase + c.window_len;
   }
   t.countdown = 1;  // decide again on the next call
-  if (t.cpu_countdown == 0) t.cpu_countdown = c.cpu_sample_every;  // attached before start-up ended
-  if (c.cpu_sample_every && --t.cpu_countdown == 0) {
-    t.cpu_countdown = c.cpu_sample_every;
-    t.cpu_sampled = 1;
-    read_thread_rusage(t.ru0);
-    return ticks();  // the call starts after the probe
-  }
-  return now;  // one clock read serves both the decision and the start (it costs ~20 ns in a VM)
+  return Timing{maybe_sample_cpu(t, c, now), true};
 }
 
-void finish_slow(uint64_t t0, uint64_t t1, const CallInfo& call) {
+// A trace records every call with its start tick, and times it in the same windows as a sampled
+// profile (every call with ALLOCSCOPE_SAMPLE=1): the clock is read on every call anyway, so each
+// call checks.
+Timing trace_decision(Slot*) {
+  ThreadCtx& t = t_ctx;
+  t.countdown = 1;
+  if (__builtin_expect(g_ps->mode.load(std::memory_order_acquire) != kModeActive, 0))
+    return Timing{0, false};  // settings not published yet: counted, not traced
+  const SamplingConfig& c = g_sampling;
+  const uint64_t now = ticks();
+  if (c.sample_every == 1 || (c.sample_every != 0 && (now & c.period_mask) < c.window_len))
+    return Timing{maybe_sample_cpu(t, c, now), true};
+  return Timing{now, false};
+}
+
+void finish_slow(Timing tm, uint64_t t1, const CallInfo& call) {
   Slot* s = t_ctx.slot;
   if (call.failed) {  // bytes count what was obtained: take back the request that failed
     bump(s->counters[call.op][call.bucket].failed, 1);
     bump(s->counters[call.op][call.bucket].bytes, 0 - call.size);
   }
-  if (t0) record_timed(s, call, t0, t1);
+  if (tm.timed) {
+    record_timed(s, call, tm.t0, t1);
+  } else if (tm.t0) {
+    record_untimed(s, call, tm.t0);
+  }
 }
 
 void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
@@ -254,7 +269,7 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
     if (--st.countdown == 0 || d >= g_sampling.stack_slow_ticks) stack = capture_stack(s);
   }
   if (g_trace) {
-    append_trace(s, call, t0, d, stack);
+    append_trace(s, call, t0, d ? d : 1, stack);  // a duration of 0 means "not timed"
     store_shared(s->h.last_tick, t1);
     if (t1 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval) flush_in_place(s);
     return;

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "allocscope/trace_codec.h"
 #include "thread_slot.h"
 #include "tick_clock.h"
 
@@ -25,7 +26,7 @@ namespace allocscope {
 
 struct ThreadCtx {
   Slot* slot;
-  // `countdown` then `depth`: read together as one word by the fast path (fast_gate below).
+  // `countdown` then `depth`: the fast path writes them together (set_gate below).
   uint32_t countdown;     // calls left before the next timing decision (1 = decide every call)
   uint32_t depth;         // > 0 while inside the shim on this thread
   uint32_t timing;        // inside a timed window
@@ -40,19 +41,13 @@ struct ThreadCtx {
 
 extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
 
-// countdown | depth << 32 in one load (little-endian x86_64 and aarch64).  The fast path may run
-// when it is in [2, 2^32): outside the shim (depth 0) and not deciding on timing this call
-// (countdown >= 2).  A thread without a slot has countdown 0.
-inline uint64_t fast_gate(const ThreadCtx& t) {
-  static_assert(offsetof(ThreadCtx, depth) == offsetof(ThreadCtx, countdown) + 4, "layout");
-  uint64_t w;
-  __builtin_memcpy(&w, &t.countdown, sizeof w);
-  return w;
-}
-inline bool fast_path_open(uint64_t gate) { return gate - 2 < 0xffffffffull - 1; }
-// Writes countdown and depth as one word: the next call's fast_gate load then forwards from this
-// store (two 4-byte stores read back as one 8-byte load stall the pipeline for ~15 cycles).
+// The fast path may run outside the shim (depth 0) when it is not deciding on timing this call
+// (countdown >= 2).  A thread without a slot has countdown 0.  Two 4-byte loads: the slow paths
+// write the fields one by one, and an 8-byte load of two separate 4-byte stores would stall.
+inline bool fast_path_open(const ThreadCtx& t) { return t.countdown > 1 && t.depth == 0; }
+// Writes countdown and depth (adjacent) in one store.
 inline void set_gate(ThreadCtx& t, uint32_t countdown, uint32_t depth) {
+  static_assert(offsetof(ThreadCtx, depth) == offsetof(ThreadCtx, countdown) + 4, "layout");
   const uint64_t w = countdown | static_cast<uint64_t>(depth) << 32;
   __builtin_memcpy(&t.countdown, &w, sizeof w);
 }
@@ -69,13 +64,23 @@ struct SamplingConfig {
   uint64_t stack_slow_ticks;   // and on every timed call at least this slow
 };
 extern SamplingConfig g_sampling;
+extern bool g_exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1
+extern bool g_trace;             // ALLOCSCOPE_TRACE=1: every call, encoded, instead of events
 
 constexpr uint32_t kCheckEvery = 256;         // most calls between window checks (the adaptive cap)
 constexpr uint32_t kCheckEveryCountOnly = 1024; // count-only: just the periodic flush check
 
+// What start_timing decided for a call.  `t0`: its start tick when it is timed, or when a trace
+// records it untimed (a trace records every call with its start; its duration only in the
+// sampling windows, or always with ALLOCSCOPE_SAMPLE=1); else 0.
+struct Timing {
+  uint64_t t0;
+  bool timed;
+};
+
 // Cold paths (recorder.cpp).
 Slot* enter_slow(ThreadCtx& t);
-uint64_t timing_decision(Slot* s);  // start tick of a timed call, or 0
+Timing timing_decision(Slot* s);
 // What a finished call was, for the slow path.
 struct CallInfo {
   unsigned op;
@@ -86,6 +91,40 @@ struct CallInfo {
   uint64_t old_addr;  // realloc's old block (trace mode)
 };
 void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1);
+bool make_trace_room(Slot* s);   // flushes a full trace buffer; false (counted) if still full
+void trace_flush_due(Slot* s);   // the periodic flush
+
+// Appends one trace record (duration 0: not timed) to the thread's trace buffer.
+__attribute__((always_inline)) inline void append_trace(Slot* s, const CallInfo& call, uint64_t t0,
+                                                      uint64_t duration, uint32_t stack) {
+  TraceState& tr = s->h.trace;
+  uint64_t pub = tr.published.load(std::memory_order_relaxed);
+  if (__builtin_expect((pub & 0xffffffffu) + trace::kMaxRecordBytes > kTraceBuffer, 0)) {
+    if (!make_trace_room(s)) return;
+    pub = tr.published.load(std::memory_order_relaxed);
+  }
+  trace::Record r;
+  r.op = static_cast<uint8_t>(call.op);
+  r.failed = call.failed;
+  r.start_tick = t0;
+  r.duration = duration;
+  r.addr = call.addr;
+  r.size = call.size;
+  r.old_addr = call.old_addr;
+  r.stack_id = stack;
+  const uint32_t len = static_cast<uint32_t>(pub & 0xffffffffu);
+  unsigned char* end = trace::encode(s->trace + len, tr.cursor, r);
+  const uint64_t count = (pub >> 32) + 1;
+  tr.published.store(count << 32 | static_cast<uint64_t>(end - s->trace), std::memory_order_release);
+}
+
+// A trace's call outside the sampling windows: its record, without a duration.
+__attribute__((always_inline)) inline void record_untimed(Slot* s, const CallInfo& call, uint64_t t0) {
+  append_trace(s, call, t0, 0, 0);
+  store_shared(s->h.last_tick, t0);
+  if (__builtin_expect(t0 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval, 0))
+    trace_flush_due(s);
+}
 void read_thread_rusage(format::Rusage& out);
 
 inline Slot* enter() {
@@ -101,9 +140,11 @@ inline Slot* enter() {
 
 inline void leave() { t_ctx.depth = 0; }
 
-// 0 for an untimed call, else the call's start tick.
-inline uint64_t start_timing(Slot* s) {
-  if (__builtin_expect(--t_ctx.countdown != 0, 1)) return 0;
+Timing trace_decision(Slot* s);  // timing_decision for a trace: every call has a start tick
+
+inline Timing start_timing(Slot* s) {
+  if (__builtin_expect(--t_ctx.countdown != 0, 1)) return Timing{0, false};
+  if (g_trace) return trace_decision(s);
   return timing_decision(s);
 }
 
@@ -115,21 +156,26 @@ inline void count_call(Slot* s, unsigned op, unsigned b, uint64_t size) {
   bump(c.bytes, size);
 }
 
-// After the real call, for a timed or failed call only: the slot is found again from the thread.
-void finish_slow(uint64_t t0, uint64_t t1, const CallInfo& call);
+// After the real call, for a timed, traced or failed call only: the slot is found again from the
+// thread.  `t1` is the end tick of a timed call.
+void finish_slow(Timing tm, uint64_t t1, const CallInfo& call);
 
-inline void finish(uint64_t t0, unsigned op, unsigned b, uint64_t size, bool failed,
+inline void finish(Timing tm, unsigned op, unsigned b, uint64_t size, bool failed,
                    const void* addr, const void* old_addr = nullptr) {
-  if (__builtin_expect(t0 != 0 || failed, 0)) {
-    const uint64_t t1 = t0 ? ticks() : 0;
-    finish_slow(t0, t1,
+  if (__builtin_expect(tm.t0 != 0 || failed, 0)) {
+    if (!tm.timed && !failed) {  // a trace's untimed call: the usual one in a trace
+      record_untimed(t_ctx.slot, CallInfo{op, b, size, false, reinterpret_cast<uint64_t>(addr),
+                                          reinterpret_cast<uint64_t>(old_addr)},
+                     tm.t0);
+      return leave();
+    }
+    const uint64_t t1 = tm.timed ? ticks() : 0;
+    finish_slow(tm, t1,
                 CallInfo{op, b, size, failed, reinterpret_cast<uint64_t>(addr),
                          reinterpret_cast<uint64_t>(old_addr)});
   }
   leave();
 }
 
-extern bool g_exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1
-extern bool g_trace;             // ALLOCSCOPE_TRACE=1: every call, encoded, instead of events
 
 }  // namespace allocscope

@@ -22,7 +22,7 @@ struct Record {
   uint8_t op = 0;
   bool failed = false;
   uint64_t start_tick = 0;
-  uint64_t duration = 0;
+  uint64_t duration = 0;  // 0: not timed (outside the sampling windows of a --sample N trace)
   uint64_t addr = 0;      // block returned (0 if the call failed), freed, or queried
   uint64_t size = 0;      // not for free
   uint64_t old_addr = 0;  // realloc and reallocarray only
@@ -42,7 +42,11 @@ constexpr uint64_t zigzag(uint64_t delta) {
 }
 constexpr uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (~(z & 1) + 1); }
 
-inline unsigned char* put_varint(unsigned char* p, uint64_t v) {
+__attribute__((always_inline)) inline unsigned char* put_varint(unsigned char* p, uint64_t v) {
+  if (v < 0x80) {  // the usual case in a trace: small deltas
+    *p = static_cast<unsigned char>(v);
+    return p + 1;
+  }
   while (v >= 0x80) {
     *p++ = static_cast<unsigned char>(v | 0x80);
     v >>= 7;
@@ -64,7 +68,7 @@ inline bool get_varint(const unsigned char*& p, const unsigned char* end, uint64
 }
 
 // Appends `r` at `out` (room for kMaxRecordBytes) and advances the cursor; returns the end.
-inline unsigned char* encode(unsigned char* out, Cursor& c, const Record& r) {
+__attribute__((always_inline)) inline unsigned char* encode(unsigned char* out, Cursor& c, const Record& r) {
   unsigned char head = static_cast<unsigned char>(r.op & format::kTraceOpMask);
   if (r.failed) head |= format::kTraceFailed;
   if (r.stack_id) head |= format::kTraceStack;

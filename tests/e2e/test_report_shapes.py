@@ -20,9 +20,10 @@ def harness(libc):
 
 
 class ReportShapes(E2ETestCase):
-    def record_trace(self, argv, name, stacks=False):
+    def record_trace(self, argv, name, stacks=False, sample=None):
         path = os.path.join(self.dir, name)
-        cmd = [CLI, "record", "--trace"] + (["--stacks=1"] if stacks else []) + ["-o", path, "--", *argv]
+        cmd = [CLI, "record", "--trace"] + (["--stacks=1"] if stacks else []) + \
+            (["--sample", str(sample)] if sample else []) + ["-o", path, "--", *argv]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return path
@@ -132,6 +133,63 @@ class ReportShapes(E2ETestCase):
                     self.assertIn(name, text)
                 for line in text.splitlines():  # long call chains are cut, the JSON has them whole
                     self.assertLessEqual(len(line), 100, line)
+
+    def test_sampled_trace_records_every_call_and_times_some(self):
+        """`--trace --sample N`: every call is in the trace with its start, only the calls in the
+        sampling windows carry a duration, and the shapes' times are estimated from those."""
+        iters = 200_000
+        calls = HARNESS_THREADS * iters * 2
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                argv = [harness(libc), str(HARNESS_THREADS), str(iters)]
+                full = self.report_json(self.record_trace(argv, f"full-{libc}.asp"), "--by", "shape")
+                path = self.record_trace(argv, f"sampled-{libc}.asp", sample=8)
+                sampled = self.report_json(path, "--by", "shape")
+                dump = json.loads(self.run_cli("dump", "--json", path))
+                counted = sum(t["calls"] for t in dump["totals"].values())
+                # Every counted call is in the trace, as in a full trace.
+                self.assertEqual(dump["trace"]["records"], counted)
+                self.assertEqual(sampled["trace"]["calls"], counted)
+                self.assertEqual(full["trace"]["timed_calls"], full["trace"]["calls"])
+                # 1/8 of the time is timed: clearly some calls and clearly not all.
+                timed = sampled["trace"]["timed_calls"]
+                self.assertGreater(timed, calls / 100)
+                self.assertLess(timed, calls / 2)
+                self.assertEqual(sampled["trace"]["concurrency"]["untimed_calls"],
+                                 sampled["trace"]["calls"] - timed)
+                # Lifetimes need starts only: the same single shape as the full trace.  (An
+                # untimed malloc's block is dated from the call's start, so on musl, where a
+                # malloc may wait on the lock for tens of µs, a few more blocks pass 10 µs.)
+                top = max(sampled["shape_groups"], key=lambda g: g["calls"])
+                self.assertEqual(top["description"], "short-lived same-thread 16–1039 B")
+                self.assertGreaterEqual(top["calls"] / sum(g["calls"] for g in sampled["shape_groups"]),
+                                        0.99 if libc == "glibc" else 0.95)
+                self.assertEqual(sampled["cross_thread_frees"], 0)
+                # Its time, scaled from the timed calls, is that of all calls: within a factor of
+                # two of the full trace's exact time of another run (not 1/8 of it, nor 8 times).
+                # glibc only: musl's two threads take turns on one lock, and how often they meet
+                # there changes several-fold from one run to the next on a busy machine.
+                # Medians of three runs each: one run alone varies by up to 2x on a busy machine.
+                self.assertGreater(top["time_ns"], 0)
+                if libc == "glibc":
+                    def top_time(j):
+                        return max(j["shape_groups"], key=lambda g: g["calls"])["time_ns"]
+                    fulls = [top_time(full)] + [
+                        top_time(self.report_json(self.record_trace(argv, f"full-{libc}-{i}.asp"), "--by", "shape"))
+                        for i in range(2)]
+                    sampleds = [top["time_ns"]] + [
+                        top_time(self.report_json(self.record_trace(argv, f"sampled-{libc}-{i}.asp", sample=8),
+                                                  "--by", "shape"))
+                        for i in range(2)]
+                    ratio = sorted(sampleds)[1] / sorted(fulls)[1]
+                    self.assertGreater(ratio, 0.5, (sampleds, fulls))
+                    self.assertLess(ratio, 2.0, (sampleds, fulls))
+                # The cost model takes the timed records as its timed calls.
+                by_class = self.report_json(path)
+                self.assertEqual(by_class["timed_calls"], timed)
+                text = self.run_cli("report", path, "--by", "shape")
+                self.assertIn("time of the timed calls, scaled to all", text)
+                self.assertIn("(timed windows only)", text)
 
     def test_by_callsite_without_stacks_says_so(self):
         path = self.shapes_target("glibc", "sites")
