@@ -44,7 +44,8 @@ __attribute__((noinline)) int walk_frame_pointers(void** out, int max, const Sta
   int n = 0;
   while (n < max) {
     const auto at = reinterpret_cast<uint64_t>(fp);
-    if (at < st.stack_lo || at + 16 > st.stack_hi || (at & 7)) break;
+    // (stack_hi - at, not at + 16: a frame pointer of -8 or -16 must not wrap around to pass.)
+    if (at < st.stack_lo || at >= st.stack_hi || st.stack_hi - at < 16 || (at & 7)) break;
     const uint64_t ret = fp[1];
     if (ret < 4096) break;
     out[n++] = reinterpret_cast<void*>(ret);
