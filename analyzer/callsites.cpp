@@ -251,9 +251,10 @@ std::string callsites_body_text(const CallSiteReport& r, size_t width) {
                                    : ""});
     last_class = cls;
   }
-  if (width) {  // the chain gives way first, then where
+  if (width) {  // the chain gives way first, then where, then (as in the class tables) the class
     table.shrink_to_fit(1, width, 20);
     table.shrink_to_fit(2, width, 10);
+    table.shrink_to_fit(0, width, 12);
   }
   out += table.render();
   return out;

@@ -44,7 +44,8 @@ __attribute__((noinline)) int walk_frame_pointers(void** out, int max, const Sta
   int n = 0;
   while (n < max) {
     const auto at = reinterpret_cast<uint64_t>(fp);
-    if (at < st.stack_lo || at + 16 > st.stack_hi || (at & 7)) break;
+    // (stack_hi - at, not at + 16: a frame pointer of -8 or -16 must not wrap around to pass.)
+    if (at < st.stack_lo || at >= st.stack_hi || st.stack_hi - at < 16 || (at & 7)) break;
     const uint64_t ret = fp[1];
     if (ret < 4096) break;
     out[n++] = reinterpret_cast<void*>(ret);
@@ -55,34 +56,48 @@ __attribute__((noinline)) int walk_frame_pointers(void** out, int max, const Sta
   return n;
 }
 
+// Probes before a new stack gives up on its run of the table: past this, the table is nearly full.
+constexpr unsigned kStackProbes = 64;
+
+// The id of `frames` in the thread's table; a stack not seen yet gets the next id and is queued.
+// The table only remembers which stacks were already queued: when a new stack finds no free entry
+// within kStackProbes, the table is emptied and starts over (ids keep growing, and a stack seen
+// again is queued again under a new id; the analyzer merges equal stacks). A full table must not
+// leave the rest of a long run without stacks.
 uint32_t remember(Slot* s, void* const* frames, int depth, uint16_t flags) {
   StackState& st = s->h.stacks;
   const uint64_t hash = XXH3_64bits(frames, static_cast<size_t>(depth) * sizeof(void*)) | 1;
-  for (unsigned probe = 0, i = static_cast<unsigned>(hash) & (kStackTableSize - 1);
-       probe < kStackTableSize / 2; probe++, i = (i + 1) & (kStackTableSize - 1)) {
-    StackEntry& e = s->stack_table[i];
-    if (e.hash == hash) return e.id;
-    if (e.hash != 0) continue;
-    const size_t need = sizeof(format::StackRecord) + static_cast<size_t>(depth) * sizeof(uint64_t);
-    uint32_t len = st.published.load(std::memory_order_relaxed);
-    if (len + need > kPendingStacks) {
-      flush_buffers(s);
-      len = st.published.load(std::memory_order_relaxed);
-      if (len + need > kPendingStacks) break;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (attempt) std::memset(s->stack_table, 0, sizeof s->stack_table);
+    for (unsigned probe = 0, i = static_cast<unsigned>(hash) & (kStackTableSize - 1);
+         probe < kStackProbes; probe++, i = (i + 1) & (kStackTableSize - 1)) {
+      StackEntry& e = s->stack_table[i];
+      if (e.hash == hash) return e.id;
+      if (e.hash != 0) continue;
+      const size_t need = sizeof(format::StackRecord) + static_cast<size_t>(depth) * sizeof(uint64_t);
+      uint32_t len = st.published.load(std::memory_order_relaxed);
+      if (len + need > kPendingStacks) {
+        flush_buffers(s);
+        len = st.published.load(std::memory_order_relaxed);
+        if (len + need > kPendingStacks) {
+          bump(st.dropped, 1);
+          return 0;
+        }
+      }
+      format::StackRecord rec{};
+      rec.stack_id = ++st.next_id;
+      rec.depth = static_cast<uint16_t>(depth);
+      rec.flags = flags;
+      rec.hash = hash;
+      std::memcpy(s->pending_stacks + len, &rec, sizeof rec);
+      std::memcpy(s->pending_stacks + len + sizeof rec, frames, static_cast<size_t>(depth) * 8);
+      st.published.store(static_cast<uint32_t>(len + need), std::memory_order_release);
+      e.id = rec.stack_id;
+      e.hash = hash;
+      return e.id;
     }
-    format::StackRecord rec{};
-    rec.stack_id = ++st.next_id;
-    rec.depth = static_cast<uint16_t>(depth);
-    rec.flags = flags;
-    rec.hash = hash;
-    std::memcpy(s->pending_stacks + len, &rec, sizeof rec);
-    std::memcpy(s->pending_stacks + len + sizeof rec, frames, static_cast<size_t>(depth) * 8);
-    st.published.store(static_cast<uint32_t>(len + need), std::memory_order_release);
-    e.id = rec.stack_id;
-    e.hash = hash;
-    return e.id;
   }
-  bump(st.dropped, 1);
+  bump(st.dropped, 1);  // not reached: an emptied table has room
   return 0;
 }
 

@@ -19,7 +19,7 @@ constexpr unsigned kMaxStackDepth = 64;
 void stack_walk_init(bool glibc);
 
 // The id of the current call stack in `s`'s table (new stacks are queued for the next flush),
-// or 0 when the table is full.
+// or 0 when the queue of new stacks is full and cannot be written.
 uint32_t capture_stack(Slot* s);
 
 // Writes the stacks queued in `s` as Stacks chunks (flushers hold the slot's flushing flag).

@@ -40,8 +40,9 @@ constexpr size_t kOutBuffer = 64 * 1024;    // one chunk is built here before it
 constexpr size_t kSlotHeaderSize = 4096;
 constexpr size_t kTraceBuffer = kOutBuffer - 256;  // encoded trace records, one chunk's worth
 
-// Stacks: a per-thread table (open addressing on the stack's hash) hands out ids; new stacks are
-// queued as (StackRecord, frames) in `pending_stacks`, published like trace records below.
+// Stacks: a per-thread table (open addressing on the stack's hash) hands out ids and is emptied
+// when it fills (stack_walk.cpp); new stacks are queued as (StackRecord, frames) in
+// `pending_stacks`, published like trace records below.
 constexpr unsigned kStackTableSize = 4096;   // a power of two
 constexpr size_t kPendingStacks = 32 * 1024;
 struct StackEntry {
@@ -55,7 +56,7 @@ struct StackState {
   std::atomic<uint32_t> published;    // bytes queued in pending_stacks
   uint32_t flushed;                   // bytes of them already written by a non-owner
   uint64_t stack_lo, stack_hi;        // the thread's stack, for the frame-pointer walk
-  uint64_t dropped;                   // stacks not kept: table or queue full
+  uint64_t dropped;                   // stacks not kept: queue full and not writable
 };
 
 // Trace mode: the owner appends encoded records to `trace` and publishes (count << 32 | bytes) in

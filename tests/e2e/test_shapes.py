@@ -6,6 +6,7 @@ Skipped until `allocscope record --help` offers --trace (and --stacks for the ca
 import gzip
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -177,6 +178,28 @@ class CallSites(TraceTestCase):
                 frees = {(r["lo"], r["hi"]): r["ops"]["free"] for r in sites["release_all"]["rows"]}
                 self.assertEqual(sorted(frees.values()), [10, 20, 30])
                 self.assertEqual(j["stackless_calls"], 0)
+
+    def test_every_stack_is_kept_past_the_table_size(self):
+        # 16384 distinct stacks in one thread, four times the shim's per-thread stack table: the
+        # table is emptied when it fills, so that every call still gets its stack.
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                j, sites = self.sites(self.record_trace(libc, "stacks", stacks=True))
+                self.assertEqual(j["stackless_calls"], 0)
+                self.assertEqual(sites["leaf_alloc"]["ops"], {"malloc": 8192, "free": 8192})
+                self.assertEqual(j["stacks"], 16384)
+
+    def test_hostile_frame_pointers_end_the_walk(self):
+        # Allocator calls made with %rbp at -8, -16, 8, 0 and above the stack (x86-64): the
+        # frame-pointer walk (musl; glibc without libunwind) stops at the caller, never faults.
+        if platform.machine() != "x86_64":
+            self.skipTest("the badfp mode sets %rbp: x86-64 only")
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                j, sites = self.sites(self.record_trace(libc, "badfp", stacks=True))
+                self.assertEqual(j["stackless_calls"], 0)
+                self.assertEqual(sites["call_malloc"]["ops"], {"malloc": 100})
+                self.assertEqual(sites["call_free"]["ops"], {"free": 100})
 
     def test_exports(self):
         path = self.record_trace("glibc", "sites", stacks=True)

@@ -9,6 +9,11 @@
  *                    for 2 ms; 7 blocks of 9000 bytes never freed (63000 bytes leaked at exit)
  *   shapes sites     alpha_alloc: 30 x malloc(1111); beta_alloc: 20 x malloc(2222);
  *                    gamma_alloc: 10 x calloc(3, 1111); release_all frees all 60 blocks
+ *   shapes stacks    8192 distinct call stacks (13 levels of left/right calls): at the end of
+ *                    each path, leaf_alloc mallocs 48 bytes and frees them: 16384 distinct stacks
+ *   shapes badfp     (x86-64) 100 x malloc(32) and free called with %rbp holding addresses no
+ *                    frame can have (-8, -16, 8, 0, and 1 GiB above the stack): a frame-pointer
+ *                    walk must stop there, not fault
  *
  * Built with frame pointers and debug information so that call stacks and file:line resolve.
  * Output goes through write(2) only, so that stdio allocates nothing: apart from what the C
@@ -167,9 +172,87 @@ static void mode_sites(void) {
   release_all();
 }
 
+/* ---- many distinct stacks ---- */
+
+enum { LEVELS = 13, LEAF_SIZE = 48 };
+static volatile unsigned side;
+
+__attribute__((noinline)) void leaf_alloc(void) {
+  void *p = malloc(LEAF_SIZE);
+  if (!p) fail("malloc failed");
+  sink = p;
+  free(p);
+}
+
+static void descend(unsigned path, int level);
+/* Each keeps its frame (a store after the call): the return address says which way it went. */
+__attribute__((noinline)) void go_left(unsigned path, int level) {
+  side = 1;
+  descend(path, level + 1);
+  side = 1;
+}
+__attribute__((noinline)) void go_right(unsigned path, int level) {
+  side = 2;
+  descend(path, level + 1);
+  side = 2;
+}
+static __attribute__((noinline)) void descend(unsigned path, int level) {
+  if (level == LEVELS) {
+    leaf_alloc();
+  } else if ((path >> level) & 1) {
+    go_right(path, level);
+  } else {
+    go_left(path, level);
+  }
+}
+
+static void mode_stacks(void) {
+  for (unsigned path = 0; path < (1u << LEVELS); path++) descend(path, 0);
+}
+
+/* ---- hostile frame pointers ---- */
+
+#if defined(__x86_64__)
+/* call_with_rbp(fn, arg, rbp): fn(arg) with %rbp = rbp, as a function built without frame
+ * pointers may leave it; %rbp is restored after. */
+void *call_with_rbp(void *(*fn)(void *), void *arg, unsigned long rbp);
+__asm__(".text\n"
+        ".globl call_with_rbp\n"
+        ".type call_with_rbp,@function\n"
+        "call_with_rbp:\n"
+        "  push %rbp\n" /* also aligns the stack for the call */
+        "  mov %rdx, %rbp\n"
+        "  mov %rdi, %rax\n"
+        "  mov %rsi, %rdi\n"
+        "  call *%rax\n"
+        "  pop %rbp\n"
+        "  ret\n"
+        ".size call_with_rbp, .-call_with_rbp\n");
+
+static void *call_malloc(void *size) { return malloc((size_t)size); }
+static void *call_free(void *p) {
+  free(p);
+  return NULL;
+}
+
+static void mode_badfp(void) {
+  char here;
+  const unsigned long bad[] = {(unsigned long)-8, (unsigned long)-16, 8, 0,
+                               ((unsigned long)&here + (1ul << 30)) & ~7ul};
+  for (int i = 0; i < 100; i++) {
+    const unsigned long rbp = bad[i % (int)(sizeof bad / sizeof bad[0])];
+    void *p = call_with_rbp(call_malloc, (void *)32, rbp);
+    if (!p) fail("malloc failed");
+    call_with_rbp(call_free, p, rbp);
+  }
+}
+#else
+static void mode_badfp(void) {}
+#endif
+
 int main(int argc, char **argv) {
   if (argc != 2) {
-    out("usage: shapes pc|realloc|life|sites\n");
+    out("usage: shapes pc|realloc|life|sites|stacks|badfp\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -181,8 +264,12 @@ int main(int argc, char **argv) {
     mode_life();
   } else if (strcmp(mode, "sites") == 0) {
     mode_sites();
+  } else if (strcmp(mode, "stacks") == 0) {
+    mode_stacks();
+  } else if (strcmp(mode, "badfp") == 0) {
+    mode_badfp();
   } else {
-    out("usage: shapes pc|realloc|life|sites\n");
+    out("usage: shapes pc|realloc|life|sites|stacks|badfp\n");
     return 2;
   }
   out("shapes ");

@@ -17,6 +17,7 @@
 #include "mini_json.h"
 #include "symbolize.h"
 #include "temp_dir.h"
+#include "text_table.h"
 #include "test_profile_writer.h"
 
 extern "C" __attribute__((noinline, used)) int allocscope_test_alpha_site(int x) {
@@ -356,6 +357,42 @@ int fixture_line(const std::string& text) {
     if (line.find(text) != std::string::npos) return n;
   }
   return -1;
+}
+
+// The rows of a PHP run (glibc classes): wide class labels, libraries' names and leaks. In 100
+// columns the chains give way to 20 characters, the objects' names to 10, then the class labels.
+TEST(CallSitesText, FitsInTheReportsWidthWithLeaksAndWideClasses) {
+  CallSiteReport r;
+  r.trace = true;
+  r.calls = r.calls_with_stack = 1126800;
+  r.stacks = 52701;
+  r.sites = 557;
+  auto row = [](uint64_t lo, uint64_t hi, std::vector<std::string> chain, std::string module, uint64_t calls,
+                uint64_t leaked) {
+    CallSiteRow c;
+    c.site = chain[0];
+    c.chain = std::move(chain);
+    c.module = std::move(module);
+    c.lo = lo;
+    c.hi = hi;
+    c.calls = calls;
+    c.time_ns = 5960000;
+    c.bytes = 9751756;
+    c.leaked_blocks = leaked;
+    c.leaked_bytes = leaked * 40;
+    return c;
+  };
+  r.rows.push_back(row(25, 40, {"__zend_malloc", "zend_string_alloc", "execute_ex"}, "php8.2", 277327, 2353));
+  r.rows.push_back(row(10729, 12264, {"destroy_op_array", "zend_hash_destroy", "shutdown_executor"}, "php8.2", 9, 0));
+  r.rows.push_back(row(10729, 12264, {"OPENSSL_LH_insert", "OBJ_NAME_add", "EVP_add_cipher"}, "libcrypto.so.3", 112, 0));
+  const std::string text = callsites_body_text(r, 100);
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(display_width(line), 100u) << line;
+  EXPECT_NE(text.find("__zend_malloc ← "), std::string::npos) << text;  // the site itself is kept
+  EXPECT_NE(text.find("2,353 (91.91 KiB)"), std::string::npos) << text;
+  EXPECT_NE(text.find("libcrypto…"), std::string::npos) << text;
+  // Without a width, nothing is cut.
+  EXPECT_NE(callsites_body_text(r).find("OPENSSL_LH_insert ← OBJ_NAME_add ← EVP_add_cipher"), std::string::npos);
 }
 
 TEST(SymbolizeTest, Addr2lineGivesLinesAndInlinedChains) {
