@@ -89,6 +89,13 @@ bool timed(const TraceCall& call) { return call.record.duration != 0; }
 
 }  // namespace
 
+TimedCalls& LifetimeTracker::timed_cell(unsigned op, uint32_t cls) {
+  const size_t width = r_.classes.size() + 1;
+  if (timed_by_class_.empty()) timed_by_class_.resize(kOpSlots * width);
+  const size_t c = cls < r_.classes.size() ? cls : r_.classes.size();
+  return timed_by_class_[op * width + c];
+}
+
 void LifetimeTracker::add_cost(const TraceCall& call, uint32_t cls, ByteCount bytes) {
   StackCostKey key{stacks_.find(call.thread, call.record.stack_id), call.record.op, cls};
   StackCost& c = r_.stack_costs[key];
@@ -97,7 +104,7 @@ void LifetimeTracker::add_cost(const TraceCall& call, uint32_t cls, ByteCount by
   c.timed += t;
   c.ticks += call.duration();
   c.bytes += bytes;
-  timed_by_class_[{call.record.op, cls}].add(t, call.duration());
+  if (call.record.op < kOpSlots) timed_cell(call.record.op, cls).add(t, call.duration());
   if (call.record.op < kOpSlots) timed_by_op_[call.record.op].add(t, call.duration());
 }
 
@@ -142,10 +149,8 @@ void LifetimeTracker::estimate_untimed() {
     return t.timed ? static_cast<double>(t.ticks) / static_cast<double>(t.timed) : 0.0;
   };
   auto class_mean = [&](unsigned op, uint32_t cls) {
-    const auto it = timed_by_class_.find({static_cast<uint8_t>(op), cls});
-    if (it != timed_by_class_.end() && it->second.timed)
-      return static_cast<double>(it->second.ticks) / static_cast<double>(it->second.timed);
-    return op_mean(op);
+    const TimedCalls& t = timed_cell(op, cls);
+    return t.timed ? static_cast<double>(t.ticks) / static_cast<double>(t.timed) : op_mean(op);
   };
   auto estimate = [&](const TimedCalls& t, unsigned op, uint32_t cls) {
     if (t.timed == t.calls) return static_cast<double>(t.ticks);

@@ -222,7 +222,8 @@ class LifetimeTracker : public TraceVisitor {
   std::unordered_map<uint64_t, std::vector<Block>> pending_;  // obtained while the address was live
   std::vector<uint64_t> allocs_;                  // per thread serial
   std::vector<std::optional<Block>> resizing_;    // per thread: the block its realloc released
-  std::map<std::pair<uint8_t, uint32_t>, TimedCalls> timed_by_class_;  // (op, class)
+  std::vector<TimedCalls> timed_by_class_;  // [op * (classes + 1) + class], kNoClass last
+  TimedCalls& timed_cell(unsigned op, uint32_t cls);
   std::array<TimedCalls, kOpSlots> timed_by_op_{};
   LifetimeResults r_;
 };
