@@ -205,19 +205,8 @@ Timing timing_decision(Slot* s) {
   return Timing{maybe_sample_cpu(t, c, now), true};
 }
 
-// A trace records every call with its start tick, and times it in the same windows as a sampled
-// profile (every call with ALLOCSCOPE_SAMPLE=1): the clock is read on every call anyway, so each
-// call checks.
-Timing trace_decision(Slot*) {
-  ThreadCtx& t = t_ctx;
-  t.countdown = 1;
-  if (__builtin_expect(g_ps->mode.load(std::memory_order_acquire) != kModeActive, 0))
-    return Timing{0, false};  // settings not published yet: counted, not traced
-  const SamplingConfig& c = g_sampling;
-  const uint64_t now = ticks();
-  if (c.sample_every == 1 || (c.sample_every != 0 && (now & c.period_mask) < c.window_len))
-    return Timing{maybe_sample_cpu(t, c, now), true};
-  return Timing{now, false};
+Timing timed_trace_start(uint64_t now) {
+  return Timing{maybe_sample_cpu(t_ctx, g_sampling, now), true};
 }
 
 void finish_slow(Timing tm, uint64_t t1, const CallInfo& call) {

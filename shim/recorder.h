@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "allocscope/trace_codec.h"
+#include "process_state.h"
 #include "thread_slot.h"
 #include "tick_clock.h"
 
@@ -140,7 +141,22 @@ inline Slot* enter() {
 
 inline void leave() { t_ctx.depth = 0; }
 
-Timing trace_decision(Slot* s);  // timing_decision for a trace: every call has a start tick
+Timing timed_trace_start(uint64_t now);  // a trace's call in a window: rusage probe, start tick
+
+// A trace records every call with its start tick, and times it in the same windows as a sampled
+// profile (every call with ALLOCSCOPE_SAMPLE=1): the clock is read on every call anyway, so each
+// call checks.  Inline: in a trace this runs on every call.
+__attribute__((always_inline)) inline Timing trace_decision(Slot*) {
+  ThreadCtx& t = t_ctx;
+  t.countdown = 1;
+  if (__builtin_expect(g_ps->mode.load(std::memory_order_acquire) != kModeActive, 0))
+    return Timing{0, false};  // settings not published yet, or torn down: counted, not traced
+  const SamplingConfig& c = g_sampling;
+  const uint64_t now = ticks();
+  if (c.sample_every == 1 || (c.sample_every != 0 && (now & c.period_mask) < c.window_len))
+    return timed_trace_start(now);
+  return Timing{now, false};
+}
 
 inline Timing start_timing(Slot* s) {
   if (__builtin_expect(--t_ctx.countdown != 0, 1)) return Timing{0, false};
@@ -160,8 +176,9 @@ inline void count_call(Slot* s, unsigned op, unsigned b, uint64_t size) {
 // thread.  `t1` is the end tick of a timed call.
 void finish_slow(Timing tm, uint64_t t1, const CallInfo& call);
 
-inline void finish(Timing tm, unsigned op, unsigned b, uint64_t size, bool failed,
-                   const void* addr, const void* old_addr = nullptr) {
+__attribute__((always_inline)) inline void finish(Timing tm, unsigned op, unsigned b, uint64_t size,
+                                                  bool failed, const void* addr,
+                                                  const void* old_addr = nullptr) {
   if (__builtin_expect(tm.t0 != 0 || failed, 0)) {
     if (!tm.timed && !failed) {  // a trace's untimed call: the usual one in a trace
       record_untimed(t_ctx.slot, CallInfo{op, b, size, false, reinterpret_cast<uint64_t>(addr),

@@ -2,7 +2,7 @@
 
 Debian's PHP CLI (php8.2-cli) runs `composer dumpautoload -o --classmap-authoritative` over a small
 project whose class map is Composer's own classes (Debian's composer package), or, without
-composer, a short script that builds strings and arrays. It runs under `allocscope record --trace`
+composer, a short script that builds strings and arrays. It runs under `allocscope record --trace --sample 1`
 with USE_ZEND_ALLOC=0 (PHP's allocator, ZendMM, off: every emalloc is a malloc) and with ZendMM on
 (it takes its memory from mmap in 2 MiB chunks, so only persistent allocations and libraries call
 malloc), with a stack on every call (--stacks=1), and once more with ZendMM off and --stacks=16.
@@ -122,7 +122,7 @@ class PhpShapes:
                 run_env["USE_ZEND_ALLOC"] = zend
             path = os.path.join(cls.dir, f"{name}.asp")
             with open(os.path.join(cls.dir, f"{name}.out"), "w+") as out:
-                proc = subprocess.Popen([CLI, "record", "--trace", f"--stacks={stacks}", "-o", path,
+                proc = subprocess.Popen([CLI, "record", "--trace", "--sample", "1", f"--stacks={stacks}", "-o", path,
                                          "--", *argv], env=run_env, cwd=cls.dir,
                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
                 timer = threading.Timer(300, proc.kill)

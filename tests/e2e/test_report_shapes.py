@@ -20,7 +20,8 @@ def harness(libc):
 
 
 class ReportShapes(E2ETestCase):
-    def record_trace(self, argv, name, stacks=False, sample=None):
+    def record_trace(self, argv, name, stacks=False, sample=1):
+        """A trace; by default one that times every call (--sample 1), for exact times."""
         path = os.path.join(self.dir, name)
         cmd = [CLI, "record", "--trace"] + (["--stacks=1"] if stacks else []) + \
             (["--sample", str(sample)] if sample else []) + ["-o", path, "--", *argv]
@@ -133,6 +134,14 @@ class ReportShapes(E2ETestCase):
                     self.assertIn(name, text)
                 for line in text.splitlines():  # long call chains are cut, the JSON has them whole
                     self.assertLessEqual(len(line), 100, line)
+
+    def test_default_trace_times_the_windows_only(self):
+        """`--trace` alone times calls as a sampled profile does: in 1/64 of the time."""
+        argv = [harness("glibc"), str(HARNESS_THREADS), "200000"]
+        j = self.report_json(self.record_trace(argv, "default.asp", sample=None), "--by", "shape")
+        self.assertEqual(j["sample_every"], 64)
+        self.assertGreater(j["trace"]["timed_calls"], 0)
+        self.assertLess(j["trace"]["timed_calls"], j["trace"]["calls"] / 4)
 
     def test_sampled_trace_records_every_call_and_times_some(self):
         """`--trace --sample N`: every call is in the trace with its start, only the calls in the

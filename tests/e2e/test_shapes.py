@@ -47,7 +47,7 @@ class TraceTestCase(E2ETestCase):
 
     def record_trace(self, libc, mode, stacks=False):
         path = os.path.join(self.dir, f"{mode}-{libc}.asp")
-        cmd = [CLI, "record", "--trace"] + (["--stacks=1"] if stacks else []) + ["-o", path, "--",
+        cmd = [CLI, "record", "--trace", "--sample", "1"] + (["--stacks=1"] if stacks else []) + ["-o", path, "--",
                                                                                  target(f"shapes-{libc}"), mode]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
