@@ -228,10 +228,11 @@ void LifetimeTracker::obtain(const TraceCall& call, uint64_t addr, uint64_t size
   uint64_t live = r_.live_bytes;
   auto [it, inserted] = live_.try_emplace(addr, b);
   if (!inserted) {
-    if (!timed(call)) {
+    if (!timed(call) || !it->second.create_timed) {
       // An untimed call's record holds its start, not its end: the call that frees this address
-      // may have begun after it and still handed the address over before it returned.  The
-      // block waits for that release.
+      // may have begun after it and still handed the address over before it returned; and a
+      // block an untimed call obtained may sit here earlier than it really did.  The block waits
+      // for a release of the address.
       pending_[addr].push_back(b);
     } else {
       ++r_.reused_live;

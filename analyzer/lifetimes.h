@@ -10,11 +10,11 @@
 // after this one and before its release.  A release by another thread than the one that
 // obtained the block is a *cross-thread* free.
 //
-// A trace recorded with --sample N > 1 holds only the start of its untimed calls, so calls that
-// overlapped may be visited out of order: a block such a call obtained at an address still live
-// (another thread's free of it overlapped the call) waits until that address is released, instead
-// of counting as a reuse of a live address; and when several blocks are at one address, a thread
-// releases its own before another thread's.
+// A trace whose durations are sampled holds only the start of its untimed calls, so calls that
+// overlapped may be visited out of order: a block obtained at an address still live, by an
+// untimed call or over a block an untimed call obtained (either may be early), waits until that
+// address is released, instead of counting as a reuse of a live address; and when several blocks
+// are at one address, a thread releases its own before another thread's.
 //
 // Realloc: a successful realloc(p, n) ends p's lifetime and starts the new block's (also when it
 // resizes in place); realloc(p, 0) returning NULL is a free; a failed realloc changes nothing.

@@ -163,6 +163,25 @@ TEST_F(ShapesTest, SampledTraceKeepsOwnersAndEstimatesTimes) {
   EXPECT_EQ(a.concurrency.inside_ticks, 12u);
 }
 
+// A chain at one address: thread 3's untimed malloc began first (1000) but got the address last;
+// thread 1 (untimed) and thread 4 (timed) had it in between.  Thread 3's block sits at the address
+// too early; the others must wait behind it, not replace it, and every free is its owner's.
+TEST_F(ShapesTest, SampledTraceKeepsOwnersBehindAnEarlyBlock) {
+  TestProfileWriter w = trace_profile();
+  w.trace(3, 0, {make_record(kMalloc, 1000, 0, 0x1000, 64), make_record(kFree, 1100, 0, 0x1000)});
+  w.trace(1, 0, {make_record(kMalloc, 1010, 0, 0x1000, 64), make_record(kFree, 1020, 0, 0x1000)});
+  w.trace(4, 0, {make_record(kMalloc, 1030, 5, 0x1000, 64), make_record(kFree, 1040, 3, 0x1000)});
+  const Profile p = load(w);
+  const LifetimeResults l = analyze_trace(p).lifetimes;
+  EXPECT_EQ(l.blocks, 3u);
+  EXPECT_EQ(l.frees, 3u);
+  EXPECT_EQ(l.same_thread_frees, 3u);
+  EXPECT_EQ(l.cross_thread_frees, 0u);
+  EXPECT_EQ(l.reused_live, 0u);
+  EXPECT_EQ(l.unmatched_frees, 0u);
+  EXPECT_EQ(l.leaked_blocks, 0u);
+}
+
 TEST_F(ShapesTest, ShapesHaveTheirLifetimesThreadsAndCalls) {
   const Profile p = load(scenario_a());
   const LifetimeResults l = analyze_trace(p).lifetimes;
