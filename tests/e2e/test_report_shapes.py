@@ -143,6 +143,20 @@ class ReportShapes(E2ETestCase):
         self.assertGreater(j["trace"]["timed_calls"], 0)
         self.assertLess(j["trace"]["timed_calls"], j["trace"]["calls"] / 4)
 
+    def test_default_trace_keeps_owners_under_contention(self):
+        """Eight threads taking turns on musl's lock: untimed calls overlap and their records hold
+        only their starts, yet every block is still freed by its own thread, once."""
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                argv = [harness(libc), "8", "20000"]
+                j = self.report_json(self.record_trace(argv, f"eight-{libc}.asp", sample=None), "--by", "shape")
+                t = j["trace"]
+                self.assertLess(t["timed_calls"], t["calls"])
+                self.assertEqual(t["reused_live"], 0)
+                self.assertEqual(t["unmatched_frees"], 0)
+                self.assertEqual(j["cross_thread_frees"], 0)
+                self.assertGreaterEqual(t["frees"], 8 * 20000)  # and a few of the C library's own
+
     def test_sampled_trace_records_every_call_and_times_some(self):
         """`--trace --sample N`: every call is in the trace with its start, only the calls in the
         sampling windows carry a duration, and the shapes' times are estimated from those."""
