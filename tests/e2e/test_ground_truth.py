@@ -133,10 +133,12 @@ class Recording:
     def close(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def record(self, lib, threads, iters=ITERS, env=None, program="harness-glibc", name=None):
+    def record(self, lib, threads, iters=ITERS, env=None, program="harness-glibc", name=None, sample=None):
         """`lib`: a test allocator's name, or None for the program's own malloc."""
         out = os.path.join(self.dir, f"{name or lib}-{threads}.asp")
         chosen = ["--allocator", allocator(lib)] if lib else []
+        if sample is not None:
+            chosen += ["--sample", str(sample)]
         cmd = [CLI, "record", "-o", out, *chosen, "--", target(program), str(threads), str(iters)]
         full_env = dict(os.environ)
         full_env.update(env or {})
@@ -146,10 +148,10 @@ class Recording:
             raise AssertionError(f"record {lib} failed ({proc.returncode}): {proc.stderr}")
         return out
 
-    def record_spin(self, threads):
+    def record_spin(self, threads, sample=None, name="spin"):
         """The spin allocator's run and the time it injected, in ns."""
-        count_file = os.path.join(self.dir, f"spin-{threads}.count")
-        profile = self.record("spin", threads, env={
+        count_file = os.path.join(self.dir, f"{name}-{threads}.count")
+        profile = self.record("spin", threads, sample=sample, name=name, env={
             "SPIN_ALLOC_RANGE": f"{SPIN_LO}-{SPIN_HI}", "SPIN_ALLOC_NS": str(SPIN_NS),
             "SPIN_ALLOC_REPORT": count_file})
         with open(count_file) as f:
@@ -188,12 +190,28 @@ class RecordedCase(unittest.TestCase):
 class SpinAllocator(RecordedCase):
     """libspin_alloc.so against libnolock_alloc.so, at 1 and 2 threads."""
 
+    # Timing windows of 1/8 of the time: each timed call then stands for 8 calls, not 64.  The VM
+    # this runs on preempts a thread now and then for milliseconds (invisible to the guest's
+    # rusage); one such call inside a window, in a class outside the range, weighed 64 times
+    # moves 100 ms and more there — more than the bounds below allow.
+    SAMPLE = 8
+
+    # A run the analyzer itself calls unreliable (its error bound on the allocator time above a
+    # tenth of the injected time: a few timed calls stretched by the VM's preemption, weighed by
+    # thousands of untimed ones) is recorded again, up to ATTEMPTS times: what is checked is that
+    # allocscope is right when it says it is sure enough.
+    ATTEMPTS = 5
+
     @classmethod
     def record_all(cls):
         cls.runs = {}
         for threads in (1, 2):
-            base = cls.rec.record("nolock", threads)
-            spin, count = cls.rec.record_spin(threads)
+            for attempt in range(cls.ATTEMPTS):
+                base = cls.rec.record("nolock", threads, sample=cls.SAMPLE, name=f"nolock-{attempt}")
+                spin, count = cls.rec.record_spin(threads, sample=cls.SAMPLE, name=f"spin-{attempt}")
+                bound = 0.1 * count * SPIN_NS
+                if all(cli_json("report", "--json", p)["allocator_time_error_ns"] <= bound for p in (base, spin)):
+                    break
             cls.runs[threads] = (base, spin, count)
 
     def injected(self, threads):
