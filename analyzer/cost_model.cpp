@@ -666,39 +666,46 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   for (const auto& [k, pc] : cells_all) op_acc[k.op].add(pc.acc);
   auto mean_of = [&](const Counters& c) { return std::max(0.0, static_cast<double>(c.timed_ticks) / static_cast<double>(c.timed) - model.overhead); };
   // A cell without timed calls takes the mean of the nearest classes by size that have timed
-  // calls of the same operation (the one below and the one above, averaged), and the operation's
-  // mean only when it has none (and for calls of no known size).  The operation's mean leans to
-  // where the timing windows fell: a run whose windows landed on a slow stretch of sizes would
-  // lend that stretch's cost to every class the windows missed.
+  // calls of the same operation (the one below and the one above: their midpoint), and the
+  // operation's mean only when it has none (and for calls of no known size).  The operation's
+  // mean leans to where the timing windows fell: a program whose sizes come in runs, in step
+  // with the windows, has whole classes the windows always miss next to slow ones they always
+  // catch, and would lend the slow ones' cost to every class missed.  Such a cell's error bound
+  // spans both neighbours' means: the estimate says it does not know where in between it is.
   std::array<std::vector<std::pair<uint32_t, double>>, kOpSlots> timed_means;  // by class, ascending
   for (const auto& [k, pc] : cells_all) {
     if (pc.counters.timed > 0 && k.cls != kNoClass && k.op < kOpSlots)
       timed_means[k.op].emplace_back(k.cls, mean_of(pc.counters));
   }
-  auto neighbours_mean = [&](const ClassKeyOp& k) -> std::optional<double> {
+  // (low, high) of the nearest timed classes' means, or nothing.
+  auto neighbours = [&](const ClassKeyOp& k) -> std::optional<std::pair<double, double>> {
     if (k.cls == kNoClass || k.op >= kOpSlots) return std::nullopt;
     const auto& v = timed_means[k.op];
     const auto above = std::lower_bound(v.begin(), v.end(), std::make_pair(k.cls, 0.0),
                                         [](const auto& a, const auto& b) { return a.first < b.first; });
-    double sum = 0;
-    int n = 0;
-    if (above != v.end()) sum += above->second, ++n;
-    if (above != v.begin()) sum += std::prev(above)->second, ++n;
-    if (n == 0) return std::nullopt;
-    return sum / n;
+    std::optional<std::pair<double, double>> r;
+    if (above != v.end()) r = std::make_pair(above->second, above->second);
+    if (above != v.begin()) {
+      const double m = std::prev(above)->second;
+      r = r ? std::make_pair(std::min(r->first, m), std::max(r->second, m)) : std::make_pair(m, m);
+    }
+    return r;
   };
   for (auto& [k, pc] : cells_all) {
     const Counters& c = pc.counters;
+    std::optional<double> untimed_se2;
     if (c.timed > 0) {
       pc.mean = mean_of(c);
-    } else if (const auto near = neighbours_mean(k)) {
-      pc.mean = *near;
+    } else if (const auto near = neighbours(k)) {
+      pc.mean = (near->first + near->second) / 2;
+      const double half = (near->second - near->first) / 2;  // 2·SE = half the spread
+      untimed_se2 = half * half / 4;
     } else if (op_counters[k.op].timed > 0) {
       pc.mean = mean_of(op_counters[k.op]);
     }
     const Moments m = histogram_moments(pc.latency, c.max_ticks, model.overhead);
     pc.var = m.var;
-    pc.se2 = sampling_variance(m.var, c.timed, c.calls);
+    pc.se2 = untimed_se2 ? *untimed_se2 : sampling_variance(m.var, c.timed, c.calls);
     pc.fractions = fractions_of(pc.acc.n ? pc.acc : op_acc[k.op]);
   }
 

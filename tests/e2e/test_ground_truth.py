@@ -197,9 +197,12 @@ class SpinAllocator(RecordedCase):
     SAMPLE = 8
 
     # A run the analyzer itself calls unreliable (its error bound on the allocator time above a
-    # tenth of the injected time: a few timed calls stretched by the VM's preemption, weighed by
-    # thousands of untimed ones) is recorded again, up to ATTEMPTS times: what is checked is that
-    # allocscope is right when it says it is sure enough.
+    # twentieth of the injected time) is recorded again, up to ATTEMPTS times: what is checked is
+    # that allocscope is right when it says it is sure enough.  Two things make a run unsure here:
+    # the VM preempts a thread for ~100 µs inside a timed call now and then, which a few timed calls
+    # then carry for thousands; and the harness's sizes come in runs that can fall in step with the
+    # timing windows, so that whole classes next to the spinning range get no timed call at all
+    # (their bound then spans their neighbours' costs, docs/analysis.md).
     ATTEMPTS = 5
 
     @classmethod
@@ -209,7 +212,7 @@ class SpinAllocator(RecordedCase):
             for attempt in range(cls.ATTEMPTS):
                 base = cls.rec.record("nolock", threads, sample=cls.SAMPLE, name=f"nolock-{attempt}")
                 spin, count = cls.rec.record_spin(threads, sample=cls.SAMPLE, name=f"spin-{attempt}")
-                bound = 0.1 * count * SPIN_NS
+                bound = 0.05 * count * SPIN_NS
                 if all(cli_json("report", "--json", p)["allocator_time_error_ns"] <= bound for p in (base, spin)):
                     break
             cls.runs[threads] = (base, spin, count)
@@ -248,7 +251,8 @@ class SpinAllocator(RecordedCase):
                     elif not overlaps(c, SPIN_LO, SPIN_HI):
                         self.assertLess(c["p90_ns"], SPIN_NS, c)
                 for c in cli_json("report", "--json", "--by", "bucket", base)["classes"]:
-                    if c.get("lo") is not None and c["timed"]:
+                    # (Below 16 B: the C library's own few calls at start-up, first-touch slow.)
+                    if c.get("lo") is not None and c["timed"] and c["hi"] >= 16:
                         self.assertLess(c["p90_ns"], SPIN_NS, c)
 
     @unittest.skipUnless(HAS_REPORT, "allocscope report does not exist yet")
