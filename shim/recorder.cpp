@@ -185,7 +185,6 @@ Timing timing_decision(Slot* s) {
     t.countdown = 1;  // decide again on the next call: start-up is short
     return Timing{0, false};
   }
-  if (g_trace) return trace_decision(s);
   const SamplingConfig& c = g_sampling;
   const uint64_t now = ticks();
   if (c.sample_every != 1 && !(t.timing && now < t.window_end)) {

@@ -1,7 +1,8 @@
 // shim/recorder.h — the hot path: per-thread context, timing decision, counting.
 //
-// Every observed call is:   Slot* s = enter();   [size]   uint64_t t0 = start_timing(s);
-//                           real call;           finish(s, t0, op, size, failed);   leave();
+// Every observed call is:   Slot* s = enter();   [size]   Timing tm = start_timing(s);
+//                           real call;           finish(tm, op, bucket, size, failed, addr);
+// (finish() leaves the shim.)
 // enter() returns null when the call must pass through unobserved: re-entry (a call made from
 // inside the shim or from a signal handler interrupting it), a passive process (setuid, no
 // output), or a thread beyond the slot table.  Nothing here sets errno, takes a lock or allocates.
@@ -13,7 +14,8 @@
 // (down to every call) when they are slow, so that it notices a window opening within a fraction
 // of the window whatever its calls cost.  A fixed count would leave a thread whose calls block for
 // milliseconds (a contended lock) blind to most windows: the timed sample would then miss exactly
-// the slow calls.  N = 1 times every call, N = 0 counts only.
+// the slow calls.  N = 1 times every call, N = 0 counts only.  In trace mode every call reads the
+// clock once (its record's start) and checks the window itself (trace_decision below).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -81,7 +83,7 @@ struct Timing {
 
 // Cold paths (recorder.cpp).
 Slot* enter_slow(ThreadCtx& t);
-Timing timing_decision(Slot* s);
+Timing timing_decision(Slot* s);  // outside trace mode (start_timing sends a trace elsewhere)
 // What a finished call was, for the slow path.
 struct CallInfo {
   unsigned op;
