@@ -601,14 +601,35 @@ std::span<const ClassTable* const> allocator_class_tables() { return kAllocatorT
 void EventSizes::add(const format::Event& event) {
   if (!is_bucket_index(event.bucket) || event.bucket == kBucketUnknown) return;
   if (bucket_of(event.size) != event.bucket) return;  // saturated size: not exact
-  const uint64_t key = uint64_t{event.op} << 56 | uint64_t{event.bucket} << 48 | event.size;
-  SizeTally*& slot = index_[key];
+  SizeTally** slot_ptr;
+  if (event.size < kSmallSizes && event.op < kOpSlots) {  // the bucket follows from the size
+    auto& small = small_index_[event.op];
+    if (small.empty()) small.assign(kSmallSizes, nullptr);
+    slot_ptr = &small[event.size];
+  } else {
+    slot_ptr = &index_[uint64_t{event.op} << 56 | uint64_t{event.bucket} << 48 | event.size];
+  }
+  SizeTally*& slot = *slot_ptr;
   if (!slot) slot = &by_cell_[CellKey{event.op, event.bucket}][event.size];
   SizeTally& tally = *slot;
   tally.events += 1;
   tally.ticks += event.duration_ticks;
   tally.max_ticks = std::max<uint64_t>(tally.max_ticks, event.duration_ticks);
-  tally.latency[static_cast<uint16_t>(latency_bin_of(event.duration_ticks))] += 1;
+  const auto bin = static_cast<uint16_t>(latency_bin_of(event.duration_ticks));
+  auto& bins = tally.latency;
+  if (tally.last_bin < bins.size() && bins[tally.last_bin].first == bin) {
+    ++bins[tally.last_bin].second;
+    return;
+  }
+  for (size_t i = 0; i < bins.size(); ++i) {
+    if (bins[i].first == bin) {
+      ++bins[i].second;
+      tally.last_bin = i;
+      return;
+    }
+  }
+  tally.last_bin = bins.size();
+  bins.emplace_back(bin, 1);
 }
 
 void EventSizes::add(std::span<const format::Event> events) {

@@ -87,6 +87,43 @@ double SweepTotals::inside_ticks() const {
   return t;
 }
 
+// A window's items arrive chunk by chunk, and each thread's chunk is in start order: the vector
+// is a few ascending runs.  A stable merge of the runs (pairwise, into scratch and back) sorts it
+// in O(n log runs), where a general sort spent a fifth of `report`'s time on large profiles.
+void WindowSweep::sort_by_start(std::vector<SweepItem>& items) {
+  runs_.clear();
+  runs_.push_back(0);
+  for (size_t i = 1; i < items.size(); ++i) {
+    if (items[i].event.start_tick < items[i - 1].event.start_tick) runs_.push_back(i);
+  }
+  if (runs_.size() == 1) return;
+  runs_.push_back(items.size());
+  scratch_.resize(items.size());
+  const auto earlier = [](const SweepItem& a, const SweepItem& b) { return a.event.start_tick < b.event.start_tick; };
+  std::vector<SweepItem>* from = &items;
+  std::vector<SweepItem>* to = &scratch_;
+  while (runs_.size() > 2) {  // runs_ holds the bounds: runs_.size() - 1 runs
+    size_t out = 0;
+    size_t k = 0;
+    for (; k + 2 < runs_.size(); k += 2) {
+      const auto a = from->begin() + static_cast<ptrdiff_t>(runs_[k]);
+      const auto b = from->begin() + static_cast<ptrdiff_t>(runs_[k + 1]);
+      const auto c = from->begin() + static_cast<ptrdiff_t>(runs_[k + 2]);
+      std::merge(a, b, b, c, to->begin() + static_cast<ptrdiff_t>(runs_[k]), earlier);
+      runs_[out++] = runs_[k];
+    }
+    if (k + 1 < runs_.size()) {  // an odd run left over: copied as it is
+      std::copy(from->begin() + static_cast<ptrdiff_t>(runs_[k]), from->begin() + static_cast<ptrdiff_t>(runs_[k + 1]),
+                to->begin() + static_cast<ptrdiff_t>(runs_[k]));
+      runs_[out++] = runs_[k];
+    }
+    runs_[out++] = items.size();
+    runs_.resize(out);
+    std::swap(from, to);
+  }
+  if (from != &items) items.swap(scratch_);
+}
+
 void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
   settled_any_ = true;
   last_settled_ = window;
@@ -96,9 +133,7 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
   const uint64_t hi = ws + config_.window_len;
   totals_.trusted_ticks += hi > lo ? hi - lo : 0;
 
-  std::stable_sort(items.begin(), items.end(), [](const SweepItem& a, const SweepItem& b) {
-    return a.event.start_tick < b.event.start_tick;
-  });
+  sort_by_start(items);
 
   // Inside at each call's start: calls carried over from earlier windows that are still running at
   // this window's start, and this window's calls in start order.  At the same time, threads inside

@@ -101,6 +101,7 @@ class WindowSweep {
  private:
   void settle_ready();
   void settle(uint64_t window, std::vector<SweepItem>& items);
+  void sort_by_start(std::vector<SweepItem>& items);
 
   SweepConfig config_;
   Sink sink_;
@@ -118,6 +119,8 @@ class WindowSweep {
     uint32_t index;  // item index, or ~0u for a call carried over
   };
   std::vector<Point> heap_;                               // scratch: ends of calls in progress
+  std::vector<size_t> runs_;                              // scratch: bounds of ascending runs
+  std::vector<SweepItem> scratch_;                        // scratch: merge target
   SweepTotals totals_;
 };
 
