@@ -553,6 +553,22 @@ size_t ClassTable::class_of(uint64_t request) const {
   return it == classes_.end() ? classes_.size() - 1 : static_cast<size_t>(it - classes_.begin());
 }
 
+ClassLookup::ClassLookup(const ClassTable& table) : table_(table) {
+  for (unsigned b = 0; b < kSizeBuckets; ++b) {
+    first_[b] = static_cast<uint32_t>(table.class_of(bucket_lo(b)));
+    last_[b] = static_cast<uint32_t>(table.class_of(bucket_hi(b)));
+  }
+}
+
+size_t ClassLookup::operator()(uint64_t request) const {
+  const unsigned b = bucket_of(request);
+  if (first_[b] == last_[b]) return first_[b];
+  const auto classes = table_.classes();
+  const auto begin = classes.begin() + first_[b], end = classes.begin() + last_[b] + 1;
+  const auto it = std::lower_bound(begin, end, request, [](const SizeClass& c, uint64_t v) { return c.hi < v; });
+  return static_cast<size_t>(it - classes.begin());
+}
+
 const ClassTable* class_table_for(std::string_view allocator_path, format::Libc libc) {
   const std::string_view name = base_name(allocator_path);
   if (name.empty()) return nullptr;

@@ -53,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "allocscope/buckets.h"
 #include "allocscope/format.h"
 #include "stats.h"
 
@@ -86,6 +87,19 @@ class ClassTable {
   std::string_view source_;
   uint32_t header_;
   std::span<const SizeClass> classes_;
+};
+
+// ClassTable::class_of for hot loops: each size bucket (buckets.h) knows the classes it spans,
+// most buckets lie in one class, and the others search only their own few.
+class ClassLookup {
+ public:
+  explicit ClassLookup(const ClassTable& table);
+  size_t operator()(uint64_t request) const;
+  const ClassTable& table() const { return table_; }
+
+ private:
+  const ClassTable& table_;
+  std::array<uint32_t, kSizeBuckets> first_{}, last_{};
 };
 
 // The table of the allocator recorded in a profile (ProcessRecord::allocator, ProcessInfo::libc),

@@ -498,6 +498,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   }
   if (!table) table = &bucket_class_table();
   const auto classes = table->classes();
+  const ClassLookup class_of(*table);
 
   // Threads, by serial.
   std::vector<int32_t> thread_of_serial;
@@ -555,7 +556,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       }
       uint64_t size = e.size;
       if (e.size == 0xffffffffu && e.bucket < kSizeBuckets) size = std::max<uint64_t>(size, bucket_lo(e.bucket));
-      const size_t cls = e.bucket == kBucketUnknown ? classes.size() : table->class_of(size);
+      const size_t cls = e.bucket == kBucketUnknown ? classes.size() : class_of(size);
       ThreadAcc& acc = p2.threads[static_cast<size_t>(ti)];
       RowAcc& row = acc.row(cls, e.op);
       ++row.n;

@@ -53,7 +53,7 @@ const char* lifetime_band_label(LifetimeBand band) {
 
 LifetimeTracker::LifetimeTracker(const ClassTable& table, const TickClock& clock, const StackTable& stacks,
                                  uint64_t t0, uint64_t t1, unsigned slots)
-    : table_(table), clock_(clock), stacks_(stacks), t0_(t0), t1_(std::max(t0, t1)) {
+    : table_(table), class_lookup_(table), clock_(clock), stacks_(stacks), t0_(t0), t1_(std::max(t0, t1)) {
   r_.classes.resize(table.classes().size());
   r_.timeline.resize(slots);
 }
@@ -97,8 +97,10 @@ TimedCalls& LifetimeTracker::timed_cell(unsigned op, uint32_t cls) {
 }
 
 void LifetimeTracker::add_cost(const TraceCall& call, uint32_t cls, ByteCount bytes) {
-  StackCostKey key{stacks_.find(call.thread, call.record.stack_id), call.record.op, cls};
-  StackCost& c = r_.stack_costs[key];
+  const StackCostKey key{stacks_.find(call.thread, call.record.stack_id), call.record.op, cls};
+  StackCost*& slot = cost_index_[uint64_t{key.stack} << 32 | uint64_t{key.op} << 24 | (key.cls & 0xffffffu)];
+  if (!slot) slot = &r_.stack_costs[key];
+  StackCost& c = *slot;
   const bool t = timed(call);
   ++c.calls;
   c.timed += t;
@@ -121,8 +123,11 @@ void LifetimeTracker::end_chain(const Block& b) {
 }
 
 void LifetimeTracker::add_shape(const Block& b, LifetimeBand band, bool cross, const TraceCall* end) {
-  for (auto* shapes : {&r_.shapes, &r_.bucket_shapes}) {
-    ShapeCounts& shape = (*shapes)[ShapeKey{shapes == &r_.shapes ? b.cls : b.bucket, band, cross}];
+  for (int by_bucket = 0; by_bucket < 2; ++by_bucket) {
+    const ShapeKey key{by_bucket ? b.bucket : b.cls, band, cross};
+    ShapeCounts*& slot = shape_index_[by_bucket][uint64_t{key.cls} << 16 | static_cast<uint64_t>(band) << 8 | cross];
+    if (!slot) slot = &(by_bucket ? r_.bucket_shapes : r_.shapes)[key];
+    ShapeCounts& shape = *slot;
     ++shape.blocks;
     shape.bytes += b.size;
     shape.min_size = std::min(shape.min_size, b.size);

@@ -212,9 +212,10 @@ class LifetimeTracker : public TraceVisitor {
   // Takes the block at `addr` that `thread` releases (see above); false if none is live there.
   bool take_block(uint64_t addr, uint32_t thread, Block& out);
   void add_cost(const TraceCall& call, uint32_t cls, ByteCount bytes);
-  uint32_t class_of(uint64_t size) const { return static_cast<uint32_t>(table_.class_of(size)); }
+  uint32_t class_of(uint64_t size) const { return static_cast<uint32_t>(class_lookup_(size)); }
 
   const ClassTable& table_;
+  const ClassLookup class_lookup_;
   const TickClock& clock_;
   const StackTable& stacks_;
   uint64_t t0_, t1_;
@@ -226,6 +227,10 @@ class LifetimeTracker : public TraceVisitor {
   TimedCalls& timed_cell(unsigned op, uint32_t cls);
   std::array<TimedCalls, kOpSlots> timed_by_op_{};
   LifetimeResults r_;
+  // Hash indexes in front of r_'s maps (their nodes do not move): one hash lookup per call instead
+  // of a tree walk, a few percent of a trace's `report`.
+  std::unordered_map<uint64_t, StackCost*> cost_index_;  // stack << 32 | op << 24 | class (24 bits)
+  std::array<std::unordered_map<uint64_t, ShapeCounts*>, 2> shape_index_;  // by class, by bucket
 };
 
 }  // namespace allocscope

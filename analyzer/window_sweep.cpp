@@ -39,7 +39,12 @@ void WindowSweep::add(uint32_t thread, std::span<const format::Event> events) {
       continue;
     }
     if (!cached_ || cached_window_ != window) {  // consecutive events mostly share a window
-      cached_ = &pending_[window];
+      const auto [it, made] = pending_.try_emplace(window);
+      if (made && !spare_.empty()) {  // a settled window's buffer, with its capacity
+        it->second.swap(spare_.back());
+        spare_.pop_back();
+      }
+      cached_ = &it->second;
       cached_window_ = window;
     }
     cached_->push_back(SweepItem{e, thread, kUnknownInside});
@@ -58,6 +63,10 @@ void WindowSweep::settle_ready() {
     settle(first->first, first->second);
     pending_events_ -= first->second.size();
     if (cached_ == &first->second) cached_ = nullptr;
+    if (spare_.size() < kSpareBuffers) {
+      first->second.clear();
+      spare_.push_back(std::move(first->second));
+    }
     pending_.erase(first);
   }
 }

@@ -119,6 +119,8 @@ class WindowSweep {
     uint32_t index;  // item index, or ~0u for a call carried over
   };
   std::vector<Point> heap_;                               // scratch: ends of calls in progress
+  static constexpr size_t kSpareBuffers = 4;
+  std::vector<std::vector<SweepItem>> spare_;             // emptied buffers of settled windows
   std::vector<size_t> runs_;                              // scratch: bounds of ascending runs
   std::vector<SweepItem> scratch_;                        // scratch: merge target
   SweepTotals totals_;

@@ -80,6 +80,22 @@ TEST(ClassTables, ClassOfIsMonotonic) {
   }
 }
 
+TEST(ClassTables, LookupAgreesWithClassOf) {
+  for (const ClassTable* t : every_table()) {
+    SCOPED_TRACE(std::string(t->name()));
+    const ClassLookup lookup(*t);
+    for (uint64_t n = 0; n <= (1u << 20); ++n) ASSERT_EQ(lookup(n), t->class_of(n)) << "request " << n;
+    for (const SizeClass& c : t->classes()) {  // every bound, and either side of it
+      for (uint64_t v : {c.lo, c.hi, c.lo - 1, c.hi + 1}) ASSERT_EQ(lookup(v), t->class_of(v)) << "request " << v;
+    }
+    for (unsigned shift = 20; shift < 64; ++shift) {
+      for (uint64_t v : {uint64_t{1} << shift, (uint64_t{1} << shift) - 1, (uint64_t{3} << (shift - 1)) + 1})
+        ASSERT_EQ(lookup(v), t->class_of(v)) << "request " << v;
+    }
+    EXPECT_EQ(lookup(kMax), t->class_of(kMax));
+  }
+}
+
 TEST(ClassTables, SlotsHoldTheirLargestRequestAndGrow) {
   for (const ClassTable* t : allocator_class_tables()) {
     SCOPED_TRACE(std::string(t->name()));
