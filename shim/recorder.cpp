@@ -90,6 +90,7 @@ Slot* attach_thread(ThreadCtx& t) {
       t.slot = s;
       t.countdown = 1;
       t.timing = 0;
+      t.phase_period = 0;
       t.cpu_countdown = g_sampling.cpu_sample_every;
     } else if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
       t.unobserved = 1;
@@ -190,15 +191,14 @@ Timing timing_decision(Slot* s) {
   if (c.sample_every != 1 && !(t.timing && now < t.window_end)) {
     const bool was_timing = t.timing;
     t.timing = 0;
-    const uint64_t phase = now & c.period_mask;
-    if (phase >= c.window_len) {
+    if (!in_window(t, c, now)) {
       t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
       store_shared(s->h.last_tick, now);
       if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);
       return Timing{0, false};
     }
     t.timing = 1;
-    t.window_end = now - phase + c.window_len;
+    t.window_end = t.phase_start + c.window_len;
   }
   t.countdown = 1;  // decide again on the next call
   return Timing{maybe_sample_cpu(t, c, now), true};

@@ -9,7 +9,10 @@
 //
 // Timing: when ALLOCSCOPE_SAMPLE=N > 1, all threads time *every* call during the same global
 // windows of 1/N of each ~1 ms period (tick >> window_shift), so the analyzer sees complete,
-// time-aligned intervals of every thread and can measure overlap.  Outside windows a thread reads
+// time-aligned intervals of every thread and can measure overlap.  Each period's window starts at
+// a pseudo-random offset within it (allocscope/window_phase.h), so that a program whose behaviour
+// repeats in step with the period cannot keep one of its phases out of every window; the analyzer
+// finds the same offsets from the seed in the profile.  Outside windows a thread reads
 // the clock only once every `check_every` calls: up to kCheckEvery while its calls are fast, fewer
 // (down to every call) when they are slow, so that it notices a window opening within a fraction
 // of the window whatever its calls cost.  A fixed count would leave a thread whose calls block for
@@ -21,6 +24,7 @@
 #include <cstdint>
 
 #include "allocscope/trace_codec.h"
+#include "allocscope/window_phase.h"
 #include "process_state.h"
 #include "thread_slot.h"
 #include "tick_clock.h"
@@ -40,6 +44,8 @@ struct ThreadCtx {
   uint32_t check_every;   // calls between window checks outside windows (adaptive, see above)
   uint64_t last_check;    // tick of the last window check
   format::Rusage ru0;
+  uint64_t phase_period;  // 1 + the period whose window starts at phase_start; 0 = none yet
+  uint64_t phase_start;
 };
 
 extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
@@ -59,8 +65,8 @@ struct SamplingConfig {
   uint32_t sample_every;       // N
   uint32_t cpu_sample_every;   // M
   uint32_t window_shift;
-  uint64_t period_mask;
-  uint64_t window_len;
+  uint64_t window_len;         // 0: nothing is timed (N = 0, or N longer than a period)
+  uint64_t window_seed;        // the windows' offsets (window_phase.h), Calibration::window_seed
   uint64_t check_gap;          // wanted ticks between window checks: window/8, at least 1 µs
   uint64_t flush_interval;     // ticks between a thread's periodic flushes
   uint32_t stack_every;        // a stack on 1 timed call in this many (0: no stacks)
@@ -145,6 +151,25 @@ inline void leave() { t_ctx.depth = 0; }
 
 Timing timed_trace_start(uint64_t now);  // a trace's call in a window: rusage probe, start tick
 
+// The first tick of the window of the period that holds `now`.  The hash behind it runs once per
+// period on each thread; a check in the same period reuses it.
+__attribute__((always_inline)) inline uint64_t window_start(ThreadCtx& t, const SamplingConfig& c,
+                                                            uint64_t now) {
+  const uint64_t period = (now >> c.window_shift) + 1;
+  if (__builtin_expect(period != t.phase_period, 0)) {
+    t.phase_period = period;
+    t.phase_start = window_start_of(now, c.window_shift, c.window_len, true, c.window_seed);
+  }
+  return t.phase_start;
+}
+
+// Whether `now` lies in its period's window ([start, start + window_len): a tick before the start
+// wraps around to a large difference).
+__attribute__((always_inline)) inline bool in_window(ThreadCtx& t, const SamplingConfig& c,
+                                                     uint64_t now) {
+  return c.window_len != 0 && now - window_start(t, c, now) < c.window_len;
+}
+
 // A trace records every call with its start tick, and times it in the same windows as a sampled
 // profile (every call with ALLOCSCOPE_SAMPLE=1): the clock is read on every call anyway, so each
 // call checks.  Inline: in a trace this runs on every call.
@@ -155,8 +180,7 @@ __attribute__((always_inline)) inline Timing trace_decision(Slot*) {
     return Timing{0, false};  // settings not published yet, or torn down: counted, not traced
   const SamplingConfig& c = g_sampling;
   const uint64_t now = ticks();
-  if (c.sample_every == 1 || (c.sample_every != 0 && (now & c.period_mask) < c.window_len))
-    return timed_trace_start(now);
+  if (c.sample_every == 1 || in_window(t, c, now)) return timed_trace_start(now);
   return Timing{now, false};
 }
 
