@@ -24,7 +24,6 @@
 #include <cstdint>
 
 #include "allocscope/trace_codec.h"
-#include "allocscope/window_phase.h"
 #include "process_state.h"
 #include "thread_slot.h"
 #include "tick_clock.h"
@@ -44,8 +43,9 @@ struct ThreadCtx {
   uint32_t check_every;   // calls between window checks outside windows (adaptive, see above)
   uint64_t last_check;    // tick of the last window check
   format::Rusage ru0;
-  uint64_t phase_period;  // 1 + the period whose window starts at phase_start; 0 = none yet
-  uint64_t phase_start;
+  // The thread's next timing window (window_phase.h): the one in progress, or the next to open.
+  uint64_t next_open;     // its first tick
+  uint64_t next_close;    // its end; 0 with next_open 0: not known yet
 };
 
 extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
@@ -151,23 +151,20 @@ inline void leave() { t_ctx.depth = 0; }
 
 Timing timed_trace_start(uint64_t now);  // a trace's call in a window: rusage probe, start tick
 
-// The first tick of the window of the period that holds `now`.  The hash behind it runs once per
-// period on each thread; a check in the same period reuses it.
-__attribute__((always_inline)) inline uint64_t window_start(ThreadCtx& t, const SamplingConfig& c,
-                                                            uint64_t now) {
-  const uint64_t period = (now >> c.window_shift) + 1;
-  if (__builtin_expect(period != t.phase_period, 0)) {
-    t.phase_period = period;
-    t.phase_start = window_start_of(now, c.window_shift, c.window_len, true, c.window_seed);
-  }
-  return t.phase_start;
-}
+// Learns the window in progress at `now`, or else the next to open (window_phase.h): the window
+// of now's period, or of the next period when it has closed.  Once per window and thread.
+void find_next_window(ThreadCtx& t, const SamplingConfig& c, uint64_t now);
 
-// Whether `now` lies in its period's window ([start, start + window_len): a tick before the start
-// wraps around to a large difference).
+// Whether `now` lies in a timing window.  Before the next window opens (the usual case outside
+// windows) this is one comparison; the hash behind a window's offset runs once per window.
 __attribute__((always_inline)) inline bool in_window(ThreadCtx& t, const SamplingConfig& c,
                                                      uint64_t now) {
-  return c.window_len != 0 && now - window_start(t, c, now) < c.window_len;
+  if (__builtin_expect(now < t.next_open, 1)) return false;
+  if (now >= t.next_close) {
+    find_next_window(t, c, now);
+    if (now < t.next_open) return false;
+  }
+  return true;
 }
 
 // A trace records every call with its start tick, and times it in the same windows as a sampled
