@@ -69,6 +69,16 @@ class WindowPhase(E2ETestCase):
         for size, n in timed.items():
             self.assertGreater(n, 0.2 * mean, f"{size} B got {n} timed calls of {timed}")
 
+    def test_the_analyzer_finds_the_windows_the_shim_timed(self):
+        # A call's concurrency is known when it starts in the trusted part of its window, as the
+        # analyzer places it: all but the first `trim` (a quarter of the window at most).  Windows
+        # misplaced, e.g. at the start of each period, would leave almost every call unknown.
+        path, _ = self.record_periodic()
+        j = self.cli_json("report", "--json", path)
+        self.assertGreater(j["timed_calls"], 1000)
+        self.assertEqual(j["model"]["late_events"], 0)
+        self.assertGreater(j["contention"]["classified_calls"], 0.5 * j["timed_calls"], j["contention"])
+
 
 if __name__ == "__main__":
     unittest.main()
