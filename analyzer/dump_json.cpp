@@ -19,7 +19,9 @@
 //  "snapshots": {"incomplete","stale"}, "skipped_chunks", "notes": [],
 //  "trace": {"records","chunks","by_thread":[{"serial","records","chunks"}]},
 //  "stacks": {"distinct","ids"}, "modules": [{"path","load_bias","start","end"}]}
-// The calibration also says "trace" and "stacks" (mode_flags), "stack_every", "stack_slow_ticks".
+// The calibration also says "trace" and "stacks" (mode_flags), "stack_every", "stack_slow_ticks",
+// and where the timing windows fall: "window_phase" (kModeWindowPhase: at an offset per period
+// drawn from "window_seed"; false: at the start of each period).
 //
 // Absent values are null.  Only operations with calls > 0 appear in "totals" and "ops" maps.
 // "buckets" lists the non-empty size buckets in size order, then (bucket 255, size_known false,
@@ -108,6 +110,7 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   write_probe(w, p, "minor_fault", c.minor_fault_ticks);
   w.field("trace", (c.mode_flags & format::kModeTrace) != 0).field("stacks", (c.mode_flags & format::kModeStacks) != 0);
   w.field("stack_every", c.stack_every).field("stack_slow_ticks", c.stack_slow_ticks);
+  w.field("window_phase", (c.mode_flags & format::kModeWindowPhase) != 0).field("window_seed", c.window_seed);
   w.end_object();
 }
 

@@ -126,6 +126,9 @@ std::string calibration_section(const Profile& p) {
                              : fmt::format("1 call in {} timed; 1 timed call in {} reads rusage", c.sample_every,
                                            c.cpu_sample_every));
   fields.add("timing window", fmt::format("2^{} ticks", c.window_shift));
+  fields.add("window phase", (c.mode_flags & format::kModeWindowPhase)
+                                 ? fmt::format("an offset per period, seed {:#018x}", c.window_seed)
+                                 : std::string("the start of each period"));
   TextTable probes({{"probe", Align::Left}, {"ticks"}, {"time"}});
   const std::pair<const char*, uint64_t> rows[] = {
       {"clock read", c.clock_read_ticks},       {"syscall (getppid)", c.syscall_ticks},

@@ -10,7 +10,7 @@
 namespace allocscope {
 
 TimelineBuilder::TimelineBuilder(const Profile& profile, const SweepConfig& config)
-    : profile_(profile), window_shift_(config.window_shift), window_len_(config.window_len), trim_(config.trim) {
+    : profile_(profile), config_(config) {
   bool have_start = false;
   if (profile.process) {
     t0_ = profile.process->info.start_tick;
@@ -25,7 +25,7 @@ TimelineBuilder::TimelineBuilder(const Profile& profile, const SweepConfig& conf
   if (t1_ <= t0_) t1_ = t0_ + 1;
 
   // Slots no shorter than a period, so that a window starts in every one.
-  const double period = std::ldexp(1.0, static_cast<int>(window_shift_));
+  const double period = std::ldexp(1.0, static_cast<int>(config_.window_shift));
   const double span = static_cast<double>(t1_ - t0_);
   n_ = static_cast<size_t>(std::clamp(std::floor(span / period), 1.0, static_cast<double>(kTimelineSlots)));
   slot_ticks_ = span / static_cast<double>(n_);
@@ -59,16 +59,25 @@ size_t TimelineBuilder::slot_of(uint64_t tick, bool* outside) const {
   return std::min(slot, n_ - 1);
 }
 
+uint64_t TimelineBuilder::windows_before(uint64_t tick) const {
+  // The windows of the periods before the one holding `tick`, and that period's own if it starts
+  // before `tick`.
+  const uint64_t period = tick >> config_.window_shift;
+  return period + (config_.window_start(period) < tick ? 1 : 0);
+}
+
 uint64_t TimelineBuilder::windows_in(size_t slot) const {
-  // Windows start at multiples of the period; slot 0 also holds the one running at t0, the last
-  // slot those that start at t1 or later (none, unless the file holds late calls).
-  const double period = std::ldexp(1.0, static_cast<int>(window_shift_));
+  // A slot's first tick is the first whole tick at or after its real-valued start.  Slot 0 also
+  // holds the window of the period holding t0 (it may start before t0), the last slot those that
+  // start at t1 or later (none, unless the file holds late calls).
   const double t0 = static_cast<double>(t0_);
-  double lo = t0 + static_cast<double>(slot) * slot_ticks_;
-  const double hi = slot + 1 == n_ ? static_cast<double>(t1_) : t0 + static_cast<double>(slot + 1) * slot_ticks_;
-  if (slot == 0) lo = std::floor(t0 / period) * period;
-  const double count = std::ceil(hi / period) - std::ceil(lo / period);
-  return count > 0 ? static_cast<uint64_t>(count) : 1;
+  const auto first_tick = [&](size_t s) {
+    return static_cast<uint64_t>(std::ceil(t0 + static_cast<double>(s) * slot_ticks_));
+  };
+  const uint64_t lo = slot == 0 ? (t0_ >> config_.window_shift) << config_.window_shift : first_tick(slot);
+  const uint64_t hi = slot + 1 == n_ ? t1_ : first_tick(slot + 1);
+  const uint64_t before_lo = windows_before(lo), before_hi = windows_before(hi);
+  return before_hi > before_lo ? before_hi - before_lo : 1;
 }
 
 void TimelineBuilder::add_window(const WindowInfo& info) {
@@ -86,7 +95,7 @@ void TimelineBuilder::add_call(size_t thread_index, const format::Event& e, doub
   if (thread_index >= lane_of_thread_.size() || lane_of_thread_[thread_index] < 0) return;
   const auto lane = static_cast<size_t>(lane_of_thread_[thread_index]);
   // Only the part of the call inside its window was watched.
-  const uint64_t window_end = ((e.start_tick >> window_shift_) << window_shift_) + window_len_;
+  const uint64_t window_end = config_.window_start(e.start_tick >> config_.window_shift) + config_.window_len;
   double watched = 1;
   if (e.duration_ticks > 0) {
     const uint64_t end = std::min(e.start_tick + e.duration_ticks, window_end);
@@ -99,13 +108,14 @@ void TimelineBuilder::add_call(size_t thread_index, const format::Event& e, doub
 Timeline TimelineBuilder::finish() const {
   Timeline t;
   t.slot_ns = profile_.clock.to_ns_exact(slot_ticks_);
-  t.timed_fraction = std::min(1.0, static_cast<double>(window_len_) / std::ldexp(1.0, static_cast<int>(window_shift_)));
+  const uint64_t window_len = config_.window_len, trim = config_.trim;
+  t.timed_fraction = std::min(1.0, static_cast<double>(window_len) / std::ldexp(1.0, static_cast<int>(config_.window_shift)));
   t.calls_outside = outside_;
   std::vector<double> watched(n_), trusted(n_);
   for (size_t s = 0; s < n_; ++s) {
     const auto windows = static_cast<double>(windows_in(s));
-    watched[s] = windows * static_cast<double>(window_len_);
-    trusted[s] = windows * static_cast<double>(window_len_ > trim_ ? window_len_ - trim_ : 0);
+    watched[s] = windows * static_cast<double>(window_len);
+    trusted[s] = windows * static_cast<double>(window_len > trim ? window_len - trim : 0);
     TimelineSlot slot;
     slot.mean_inside = trusted[s] > 0 ? inside_[s] / trusted[s] : 0;
     slot.max_inside = max_inside_[s];

@@ -8,20 +8,20 @@
 //   * lanes: for the threads with the most timed calls (at most kTimelineLanes), the share of the
 //     windows' time the thread spent inside calls that started in them (each call clipped to its
 //     window, the probe overhead taken out), and the part of it spent waiting.
-// Which windows a slot holds follows from the sampling period, so a slot without timed calls is
-// time when no thread was inside, not a gap in the data.  Memory is fixed by the two caps.
+// Which windows a slot holds follows from the sampling period and the windows' offsets, so a slot
+// without timed calls is time when no thread was inside, not a gap in the data.  Memory is fixed
+// by the two caps.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "allocscope/format.h"
+#include "window_sweep.h"
 
 namespace allocscope {
 
 struct Profile;
-struct SweepConfig;
-struct WindowInfo;
 
 constexpr size_t kTimelineSlots = 240;
 constexpr size_t kTimelineLanes = 32;
@@ -62,11 +62,11 @@ class TimelineBuilder {
 
  private:
   size_t slot_of(uint64_t tick, bool* outside = nullptr) const;
-  uint64_t windows_in(size_t slot) const;  // windows that start in the slot
+  uint64_t windows_before(uint64_t tick) const;  // windows that start before `tick`
+  uint64_t windows_in(size_t slot) const;        // windows that start in the slot
 
   const Profile& profile_;
-  unsigned window_shift_;
-  uint64_t window_len_, trim_;
+  SweepConfig config_;  // where the windows fall
   uint64_t t0_ = 0, t1_ = 0;
   size_t n_ = 1;
   double slot_ticks_ = 1;

@@ -17,6 +17,8 @@ SweepConfig sweep_config_for(const format::Calibration& c, double tick_hz) {
   const uint64_t period = uint64_t{1} << config.window_shift;
   const uint32_t n = c.sample_every == 0 ? 1 : c.sample_every;
   config.window_len = std::max<uint64_t>(1, period / n);
+  config.phased = (c.mode_flags & format::kModeWindowPhase) != 0;
+  config.window_seed = c.window_seed;
   if (n > 1) {
     const auto five_us = static_cast<uint64_t>(std::llround(tick_hz * 5e-6));
     config.trim = std::min(config.window_len / 4, five_us);
@@ -33,7 +35,7 @@ void WindowSweep::add(uint32_t thread, std::span<const format::Event> events) {
       ++totals_.late_events;
       const SweepItem late{e, thread, kUnknownInside};
       WindowInfo info;
-      info.start = window << config_.window_shift;
+      info.start = config_.window_start(window);
       info.late = true;
       sink_(std::span<const SweepItem>(&late, 1), info);
       continue;
@@ -57,8 +59,8 @@ void WindowSweep::add(uint32_t thread, std::span<const format::Event> events) {
 void WindowSweep::settle_ready() {
   while (!pending_.empty()) {
     auto first = pending_.begin();
-    const uint64_t window_end = (first->first + 1) << config_.window_shift;
-    const bool old = latest_start_ > window_end && latest_start_ - window_end >= config_.horizon;
+    const uint64_t period_end = (first->first + 1) << config_.window_shift;  // the window's, or later
+    const bool old = latest_start_ > period_end && latest_start_ - period_end >= config_.horizon;
     if (!old && pending_events_ <= config_.max_pending) break;
     settle(first->first, first->second);
     pending_events_ -= first->second.size();
@@ -137,7 +139,7 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
   settled_any_ = true;
   last_settled_ = window;
   ++totals_.windows;
-  const uint64_t ws = window << config_.window_shift;
+  const uint64_t ws = config_.window_start(window);
   const uint64_t lo = ws + config_.trim;
   const uint64_t hi = ws + config_.window_len;
   totals_.trusted_ticks += hi > lo ? hi - lo : 0;

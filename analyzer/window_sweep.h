@@ -1,10 +1,12 @@
 // window_sweep.h — puts the timed calls of all threads back on one time line, window by window.
 //
 // With sampling (Calibration::sample_every N > 1) every thread times every call that starts in the
-// same global windows: the first period/N ticks of each period of 2^window_shift ticks.  Inside a
-// window the analyzer therefore sees every call of every thread that started there, and can tell,
-// for each call, how many *other* threads were inside the allocator when it started.  With N = 1
-// every call is timed and a window is simply one period.
+// same global windows: period/N ticks of each period of 2^window_shift ticks, at an offset within
+// the period drawn anew for every period from the profile's seed (allocscope/window_phase.h;
+// profiles without kModeWindowPhase have every window at offset 0).  Inside a window the analyzer
+// therefore sees every call of every thread that started there, and can tell, for each call, how
+// many *other* threads were inside the allocator when it started.  With N = 1 every call is timed
+// and a window is simply one period.
 //
 // Events reach the file per thread, in chunks (a thread writes its ring when it is full or after
 // about 250 ms), so the threads' chunks of one window arrive at different places in the file.
@@ -18,7 +20,7 @@
 // (at most one per thread) are carried into it.  A call's `inside` is the number of other threads
 // with a call in progress at its start.  It is known (>= 0) only for calls that start in the
 // trusted part of the window, [window start + trim, window end): during the first `trim` ticks a
-// thread may not have noticed the window yet (the shim checks the clock only every 32 calls
+// thread may not have noticed the window yet (the shim checks the clock only every few calls
 // outside windows), so another thread's call there could be invisible.  Calls that began before
 // the window outside any timed window remain invisible: a thread blocked in such a call is not
 // counted until it returns.
@@ -38,6 +40,7 @@
 #include <vector>
 
 #include "allocscope/format.h"
+#include "allocscope/window_phase.h"
 
 namespace allocscope {
 
@@ -53,13 +56,20 @@ struct SweepItem {
 struct SweepConfig {
   unsigned window_shift = 20;
   uint64_t window_len = 1u << 20;  // ticks of each period that are timed
+  bool phased = false;             // windows at a per-period offset (format::kModeWindowPhase)
+  uint64_t window_seed = 0;        // … drawn from this seed
   uint64_t trim = 0;               // untrusted ticks at the start of each window
   uint64_t horizon = 0;            // settle a window once the latest start is this far past it
   size_t max_pending = size_t{1} << 20;
+
+  // The first tick of window `window` (the period tick >> window_shift), as the shim placed it.
+  uint64_t window_start(uint64_t window) const {
+    return window_start_of(window << window_shift, window_shift, window_len, phased, window_seed);
+  }
 };
 
-// The configuration for a profile's calibration: trim = min(window/4, 5 µs) with sampling, 0 when
-// every call is timed; horizon = 0.6 s.
+// The configuration for a profile's calibration: its windows' placement; trim = min(window/4,
+// 5 µs) with sampling, 0 when every call is timed; horizon = 0.6 s.
 SweepConfig sweep_config_for(const format::Calibration& calibration, double tick_hz);
 
 constexpr unsigned kInsideLevels = 65;  // ticks_at[n] for n = 0..64, more folded into 64

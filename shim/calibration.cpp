@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "allocscope/window_phase.h"
 #include "sys.h"
 #include "tick_clock.h"
 
@@ -70,6 +71,10 @@ void calibrate(format::Calibration& c) {
     c.minor_fault_ticks = median_ticks([&] { *static_cast<volatile char*>(pages + kPage * i++) = 1; });
     sys::munmap(pages, kRuns * kPage);
   }
+  // The seed of the timing windows' offsets (allocscope/window_phase.h): it only has to differ
+  // from run to run, and is no secret (it is written to the profile).  The clocks' fast-moving
+  // low bits after the probes above, and the process id.
+  c.window_seed = mix64(ticks() ^ mix64(realtime_ns() ^ (static_cast<uint64_t>(sys::getpid()) << 40)));
 }
 
 }  // namespace allocscope

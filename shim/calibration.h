@@ -3,7 +3,8 @@
 // Runs once per program image (≈0.5 ms): picks TSC or CLOCK_MONOTONIC, measures ticks per second
 // over a short spin against CLOCK_MONOTONIC, and times the probes the analyzer needs to interpret
 // latencies (a clock read, a trivial syscall, an uncontended FUTEX_WAKE, a FUTEX_WAIT that returns
-// at once, getrusage and CLOCK_THREAD_CPUTIME_ID).  Medians, in ticks.
+// at once, getrusage and CLOCK_THREAD_CPUTIME_ID).  Medians, in ticks.  Also picks the seed of
+// the timing windows' offsets (Calibration::window_seed).
 #pragma once
 #include "allocscope/format.h"
 

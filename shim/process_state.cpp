@@ -100,8 +100,10 @@ void configure_sampling(const format::Calibration& c) {
   unsigned shift = 10;
   while (shift < 40 && (uint64_t{1} << (shift + 1)) <= c.tick_hz / 1000) shift++;
   s.window_shift = shift;
-  s.period_mask = (uint64_t{1} << shift) - 1;
   s.window_len = s.sample_every == 0 ? 0 : (uint64_t{1} << shift) / s.sample_every;
+  // Where in each period its window falls (allocscope/window_phase.h).  Chosen with the
+  // calibration, once per program image: a forked child keeps its parent's windows.
+  s.window_seed = c.window_seed;
   // Checking more often than every microsecond costs more than it finds: with a very short
   // window (large N) a fast thread would read the clock on every call.
   s.check_gap = s.window_len / 8 > c.tick_hz / 1000000 ? s.window_len / 8 : c.tick_hz / 1000000;
@@ -244,7 +246,8 @@ bool write_calibration_chunk() {
   c.cpu_sample_every = g_sampling.cpu_sample_every;
   c.window_shift = g_sampling.window_shift;
   c.mode_flags = (g_trace ? format::kModeTrace : 0) |
-                 (g_sampling.stack_every ? format::kModeStacks : 0);
+                 (g_sampling.stack_every ? format::kModeStacks : 0) | format::kModeWindowPhase;
+  c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(
       g_sampling.stack_slow_ticks > 0xffffffffu ? 0xffffffffu : g_sampling.stack_slow_ticks);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "allocscope/window_phase.h"
 #include "process_state.h"
 #include "slot_registry.h"
 #include "stack_walk.h"
@@ -90,6 +91,7 @@ Slot* attach_thread(ThreadCtx& t) {
       t.slot = s;
       t.countdown = 1;
       t.timing = 0;
+      t.next_open = t.next_close = 0;
       t.cpu_countdown = g_sampling.cpu_sample_every;
     } else if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
       t.unobserved = 1;
@@ -190,18 +192,27 @@ Timing timing_decision(Slot* s) {
   if (c.sample_every != 1 && !(t.timing && now < t.window_end)) {
     const bool was_timing = t.timing;
     t.timing = 0;
-    const uint64_t phase = now & c.period_mask;
-    if (phase >= c.window_len) {
+    if (!in_window(t, c, now)) {
       t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
       store_shared(s->h.last_tick, now);
       if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);
       return Timing{0, false};
     }
     t.timing = 1;
-    t.window_end = now - phase + c.window_len;
+    t.window_end = t.next_close;
   }
   t.countdown = 1;  // decide again on the next call
   return Timing{maybe_sample_cpu(t, c, now), true};
+}
+
+void find_next_window(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
+  uint64_t start = window_start_of(now, c.window_shift, c.window_len, true, c.window_seed);
+  if (now >= start + c.window_len) {  // this period's window has closed
+    const uint64_t next = ((now >> c.window_shift) + 1) << c.window_shift;
+    start = window_start_of(next, c.window_shift, c.window_len, true, c.window_seed);
+  }
+  t.next_open = start;
+  t.next_close = start + c.window_len;
 }
 
 Timing timed_trace_start(uint64_t now) {

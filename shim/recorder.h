@@ -9,7 +9,10 @@
 //
 // Timing: when ALLOCSCOPE_SAMPLE=N > 1, all threads time *every* call during the same global
 // windows of 1/N of each ~1 ms period (tick >> window_shift), so the analyzer sees complete,
-// time-aligned intervals of every thread and can measure overlap.  Outside windows a thread reads
+// time-aligned intervals of every thread and can measure overlap.  Each period's window starts at
+// a pseudo-random offset within it (allocscope/window_phase.h), so that a program whose behaviour
+// repeats in step with the period cannot keep one of its phases out of every window; the analyzer
+// finds the same offsets from the seed in the profile.  Outside windows a thread reads
 // the clock only once every `check_every` calls: up to kCheckEvery while its calls are fast, fewer
 // (down to every call) when they are slow, so that it notices a window opening within a fraction
 // of the window whatever its calls cost.  A fixed count would leave a thread whose calls block for
@@ -40,6 +43,9 @@ struct ThreadCtx {
   uint32_t check_every;   // calls between window checks outside windows (adaptive, see above)
   uint64_t last_check;    // tick of the last window check
   format::Rusage ru0;
+  // The thread's next timing window (window_phase.h): the one in progress, or the next to open.
+  uint64_t next_open;     // its first tick
+  uint64_t next_close;    // its end; 0 with next_open 0: not known yet
 };
 
 extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
@@ -59,8 +65,8 @@ struct SamplingConfig {
   uint32_t sample_every;       // N
   uint32_t cpu_sample_every;   // M
   uint32_t window_shift;
-  uint64_t period_mask;
-  uint64_t window_len;
+  uint64_t window_len;         // 0: nothing is timed (N = 0, or N longer than a period)
+  uint64_t window_seed;        // the windows' offsets (window_phase.h), Calibration::window_seed
   uint64_t check_gap;          // wanted ticks between window checks: window/8, at least 1 µs
   uint64_t flush_interval;     // ticks between a thread's periodic flushes
   uint32_t stack_every;        // a stack on 1 timed call in this many (0: no stacks)
@@ -145,6 +151,22 @@ inline void leave() { t_ctx.depth = 0; }
 
 Timing timed_trace_start(uint64_t now);  // a trace's call in a window: rusage probe, start tick
 
+// Learns the window in progress at `now`, or else the next to open (window_phase.h): the window
+// of now's period, or of the next period when it has closed.  Once per window and thread.
+void find_next_window(ThreadCtx& t, const SamplingConfig& c, uint64_t now);
+
+// Whether `now` lies in a timing window.  Before the next window opens (the usual case outside
+// windows) this is one comparison; the hash behind a window's offset runs once per window.
+__attribute__((always_inline)) inline bool in_window(ThreadCtx& t, const SamplingConfig& c,
+                                                     uint64_t now) {
+  if (__builtin_expect(now < t.next_open, 1)) return false;
+  if (now >= t.next_close) {
+    find_next_window(t, c, now);
+    if (now < t.next_open) return false;
+  }
+  return true;
+}
+
 // A trace records every call with its start tick, and times it in the same windows as a sampled
 // profile (every call with ALLOCSCOPE_SAMPLE=1): the clock is read on every call anyway, so each
 // call checks.  Inline: in a trace this runs on every call.
@@ -155,8 +177,7 @@ __attribute__((always_inline)) inline Timing trace_decision(Slot*) {
     return Timing{0, false};  // settings not published yet, or torn down: counted, not traced
   const SamplingConfig& c = g_sampling;
   const uint64_t now = ticks();
-  if (c.sample_every == 1 || (c.sample_every != 0 && (now & c.period_mask) < c.window_len))
-    return timed_trace_start(now);
+  if (c.sample_every == 1 || in_window(t, c, now)) return timed_trace_start(now);
   return Timing{now, false};
 }
 

@@ -13,7 +13,8 @@
 // Chunk kinds and their payloads:
 //   Process      ProcessInfo, then exe, args (NUL-separated), allocator path, libc version, as
 //                length-prefixed strings (the *_len fields).
-//   Calibration  Calibration (clock source, tick rate, probe costs, sampling parameters).
+//   Calibration  Calibration (clock source, tick rate, probe costs, sampling parameters, and
+//                where in each period the timing window falls).
 //   ThreadStats  ThreadStatsHeader, then n_rows x (StatsRow, StatsRow::n_bins x LatencyBin).
 //                A thread's statistics are *cumulative*: a later snapshot (higher seq) of the same
 //                thread_serial replaces earlier ones.  One snapshot may span several chunks
@@ -94,6 +95,10 @@ enum class Clock : uint8_t { Tsc = 1, Monotonic = 2 };
 
 constexpr uint64_t kModeTrace = 1u << 0;   // every call is in TraceEvents chunks
 constexpr uint64_t kModeStacks = 1u << 1;  // sampled call stacks in Stacks chunks
+// The timing windows fall at a pseudo-random offset in each period, derived from window_seed
+// (allocscope/window_phase.h).  Without it (profiles written before the flag existed) every
+// window starts at its period's first tick.
+constexpr uint64_t kModeWindowPhase = 1u << 2;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -111,10 +116,11 @@ struct Calibration {
   uint64_t rusage_ticks;         // getrusage(RUSAGE_THREAD)
   uint64_t thread_cputime_ticks; // clock_gettime(CLOCK_THREAD_CPUTIME_ID)
   uint64_t minor_fault_ticks;    // first touch of a fresh anonymous page (a minor fault)
-  uint64_t mode_flags;           // kModeTrace | kModeStacks
+  uint64_t mode_flags;           // kModeTrace | kModeStacks | kModeWindowPhase
   uint32_t stack_every;          // with kModeStacks: a stack on 1 timed call in this many
   uint32_t stack_slow_ticks;     // with kModeStacks: and on every call at least this slow
-  uint64_t reserved[1];
+  uint64_t window_seed;          // with kModeWindowPhase: the seed of the windows' offsets; was
+                                 // reserved (0) before, so older profiles read unchanged
 };
 static_assert(sizeof(Calibration) == 16 + 8 * 5 + 8 * 6 + 32);
 

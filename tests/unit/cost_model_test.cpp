@@ -72,6 +72,8 @@ class Synthetic {
     w.process(info, "/bin/synthetic", std::string("synthetic\0", 10), "/lib/libsynthetic.so", "");
     format::Calibration c = test::make_calibration(1'000'000'000);
     c.sample_every = sample_every_;
+    if (phased) c.mode_flags |= format::kModeWindowPhase;
+    c.window_seed = window_seed;
     c.clock_read_ticks = 0;  // no probe overhead: durations are the calls' own
     c.calib_tick0 = 0;
     c.calib_mono0 = 0;
@@ -137,6 +139,8 @@ class Synthetic {
   }
 
   test::TempDir dir_;
+  bool phased = false;       // windows at the offsets of window_seed (format::kModeWindowPhase)
+  uint64_t window_seed = 0;
 
  private:
   uint32_t sample_every_;
@@ -442,6 +446,47 @@ TEST(CostModel, TimelineShowsWhoWasInsideWhen) {
   EXPECT_EQ(t.lanes_left_out, 0u);
 }
 
+TEST(CostModel, TimelineFindsTheWindowsAtTheirOffsets) {
+  // Four periods of 2^20 ticks timed 1/16 of the time, each window at its own offset: in each, one
+  // call that starts 1,000 ticks before the window's end and runs 1,000 ticks past it.  Only its
+  // first half was watched.  The process lasts exactly four periods.
+  constexpr unsigned kShift = 20;
+  constexpr uint64_t kPeriod = uint64_t{1} << kShift;
+  constexpr uint64_t kLen = kPeriod / 16;
+  constexpr uint64_t kTrim = 5'000;  // 5 µs at 1 GHz
+  Synthetic synthetic(16);
+  synthetic.phased = true;
+  // A seed whose four windows all start well after their period does: a window at offset 0 would
+  // tell nothing about where the analyzer looked.
+  auto far_from_start = [&](uint64_t seed) {
+    for (uint64_t p = 0; p < 4; ++p)
+      if (window_offset(p, kLen, kPeriod, seed) < 2 * kLen) return false;
+    return true;
+  };
+  while (!far_from_start(synthetic.window_seed)) ++synthetic.window_seed;
+  SyntheticThread t;
+  t.first_tick = 0;
+  t.last_tick = 4 * kPeriod;
+  for (uint64_t p = 0; p < 4; ++p) {
+    const uint64_t start = window_start_of(p << kShift, kShift, kLen, true, synthetic.window_seed);
+    t.events.push_back(event(kMalloc, 64, start + kLen - 1'000, 2'000));
+  }
+  const CostReport r = synthetic.analyze({t});
+  const Timeline& tl = r.timeline;
+  ASSERT_EQ(tl.slots.size(), 4u);
+  EXPECT_DOUBLE_EQ(tl.timed_fraction, 1.0 / 16);
+  ASSERT_EQ(tl.lanes.size(), 1u);
+  for (size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(tl.slots[s].calls, 1u) << s;
+    // 1,000 ticks inside over one window's trusted part.
+    EXPECT_NEAR(tl.slots[s].mean_inside, 1'000.0 / (kLen - kTrim), 1e-9) << s;
+    EXPECT_EQ(tl.slots[s].max_inside, 1u) << s;
+    // Half the call's 2,000 ticks over one window's 2^16.
+    EXPECT_NEAR(tl.lanes[0].busy[s], 1'000.0 / kLen, 1e-6) << s;
+  }
+  EXPECT_EQ(r.model.windows, 4u);
+}
+
 // ---- building blocks ----
 
 TEST(FineHistogram, ExactBelow1024AndFineAbove) {
@@ -500,6 +545,91 @@ TEST(WindowSweep, CountsOtherThreadsInsideAndLateEvents) {
   EXPECT_TRUE(windows[1].late);
   EXPECT_EQ(windows[2].start, 9u * 1024);
   EXPECT_EQ(windows[2].max_inside, 1u);
+}
+
+TEST(WindowSweep, TrustsOnlyTheWindowAtItsOffset) {
+  SweepConfig config;
+  config.window_shift = 12;  // periods of 4,096 ticks
+  config.window_len = 256;
+  config.phased = true;
+  config.window_seed = 0x5eed;
+  config.trim = 16;
+  config.horizon = 1u << 20;
+  // A period whose window lies well inside it, away from both of its ends.
+  uint64_t w = 1;
+  auto offset = [&](uint64_t window) { return config.window_start(window) - (window << 12); };
+  while (offset(w) < 600 || offset(w) > 4'096 - 256 - 600) ++w;
+  const uint64_t period = w << 12, ws = config.window_start(w);
+  EXPECT_EQ(ws, period + window_offset(w, 256, 4'096, 0x5eed));
+
+  const auto sweep_with = [&](const SweepConfig& c, std::vector<SweepItem>& seen, std::vector<WindowInfo>& windows) {
+    WindowSweep sweep(c, [&](std::span<const SweepItem> items, const WindowInfo& info) {
+      seen.insert(seen.end(), items.begin(), items.end());
+      windows.push_back(info);
+    });
+    sweep.add(1, std::vector<format::Event>{event(kMalloc, 8, ws + 20, 100), event(kMalloc, 8, ws + 200, 10)});
+    sweep.add(2, std::vector<format::Event>{
+                     event(kMalloc, 8, period + 20, 10),   // where an unphased window would be
+                     event(kMalloc, 8, ws + 5, 10),        // in the window, but in its trim
+                     event(kMalloc, 8, ws + 60, 10),       // during thread 1's first call
+                     event(kMalloc, 8, ws + 256 + 8, 10),  // after the window's end
+                 });
+    sweep.finish();
+    return sweep.totals();
+  };
+
+  std::vector<SweepItem> seen;
+  std::vector<WindowInfo> windows;
+  const SweepTotals totals = sweep_with(config, seen, windows);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_EQ(windows[0].start, ws);
+  ASSERT_EQ(seen.size(), 6u);
+  const std::vector<std::pair<uint64_t, int32_t>> expected{
+      {period + 20, kUnknownInside}, {ws + 5, kUnknownInside}, {ws + 20, 0},
+      {ws + 60, 1},                  {ws + 200, 0},            {ws + 264, kUnknownInside}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(seen[i].event.start_tick, expected[i].first) << i;
+    EXPECT_EQ(seen[i].inside, expected[i].second) << i;
+  }
+  EXPECT_EQ(totals.classified, 3u);
+  EXPECT_EQ(totals.trusted_ticks, 256u - 16u);
+  EXPECT_EQ(totals.ticks_at[2], 10u);  // thread 2's call inside thread 1's
+  EXPECT_EQ(windows[0].contended_ticks, 10u);
+
+  // The same events read as an unphased profile: the window is the period's first 256 ticks.
+  SweepConfig unphased = config;
+  unphased.phased = false;
+  std::vector<SweepItem> seen0;
+  std::vector<WindowInfo> windows0;
+  const SweepTotals totals0 = sweep_with(unphased, seen0, windows0);
+  ASSERT_EQ(windows0.size(), 1u);
+  EXPECT_EQ(windows0[0].start, period);
+  EXPECT_EQ(totals0.classified, 1u);
+  EXPECT_EQ(seen0[0].inside, 0);
+  EXPECT_EQ(totals0.ticks_at[2], 0u);
+}
+
+TEST(WindowSweep, ConfigFollowsTheProfilesPhaseFlag) {
+  format::Calibration c = test::make_calibration(1'000'000'000);
+  c.sample_every = 64;
+  c.window_shift = 20;
+  c.window_seed = 0;  // a profile written before the flag: reserved, 0
+  SweepConfig old = sweep_config_for(c, 1e9);
+  EXPECT_FALSE(old.phased);
+  EXPECT_EQ(old.window_len, (uint64_t{1} << 20) / 64);
+  EXPECT_EQ(old.window_start(5), uint64_t{5} << 20);
+
+  c.mode_flags |= format::kModeWindowPhase;
+  c.window_seed = 0xfeed'beef;
+  const SweepConfig phased = sweep_config_for(c, 1e9);
+  EXPECT_TRUE(phased.phased);
+  EXPECT_EQ(phased.window_seed, 0xfeed'beefu);
+  for (uint64_t w : {0ull, 5ull, 1'000'000ull}) {
+    EXPECT_EQ(phased.window_start(w), window_start_of(w << 20, 20, phased.window_len, true, 0xfeed'beef)) << w;
+  }
+  // Every call timed: a window is the whole period, whatever the seed.
+  c.sample_every = 1;
+  EXPECT_EQ(sweep_config_for(c, 1e9).window_start(5), uint64_t{5} << 20);
 }
 
 }  // namespace
