@@ -40,18 +40,6 @@ size_t cell_index(unsigned op, unsigned bucket) { return op * kBucketSlots + buc
 
 bool rusage_known(uint64_t v) { return v != kRusageUnavailable; }
 
-// ---- pass 0: the calibration, which comes before any event ----
-
-std::optional<format::Calibration> read_calibration(const std::filesystem::path& path) {
-  ProfileReader reader(path, [](std::string_view) {});
-  Chunk chunk;
-  while (reader.next(chunk)) {
-    if (const auto* c = std::get_if<format::Calibration>(&chunk.body)) return *c;
-    if (std::holds_alternative<EventsRecord>(chunk.body)) break;
-  }
-  return std::nullopt;
-}
-
 // Timed calls of a FineHistogram (ticks) in LatencyBins: a quarter of a power of two of ns wide,
 // calls under 1 ns in the first bin, from 0.  Each fine bin goes whole to the bin of its value.
 template <class ToNs>
@@ -440,6 +428,18 @@ const char* grouping_name(ReportGrouping by) {
     case ReportGrouping::Callsite: return "callsite";
   }
   return "class";
+}
+
+// ---- pass 0: the calibration, which comes before any event ----
+
+std::optional<format::Calibration> read_calibration(const std::filesystem::path& path) {
+  ProfileReader reader(path, [](std::string_view) {});
+  Chunk chunk;
+  while (reader.next(chunk)) {
+    if (const auto* c = std::get_if<format::Calibration>(&chunk.body)) return *c;
+    if (std::holds_alternative<EventsRecord>(chunk.body)) break;
+  }
+  return std::nullopt;
 }
 
 CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options) {

@@ -161,6 +161,10 @@ struct CostReport {
   Verdict verdict;
 };
 
+// The profile's Calibration chunk (written before any event), or nothing; errors are thrown as
+// by analyze_profile.
+std::optional<format::Calibration> read_calibration(const std::filesystem::path& path);
+
 // Reads and analyzes one profile file; throws ProfileError.
 CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options = {});
 

@@ -31,6 +31,8 @@ struct ReportDetails {
 // Reads what `report` needs beyond the cost model: a trace's shapes (one pass over the trace), and
 // for --by callsite the call sites (from that same pass for a trace).  Throws ProfileError.
 ReportDetails report_details(const CostReport& report);
+// The same before the cost model has run: `trace` as CostReport::trace will say.
+ReportDetails report_details(const std::filesystem::path& file, ReportGrouping by, bool trace);
 
 std::string report_text(const CostReport& report, const ReportDetails& details = {});
 std::string report_json(const CostReport& report, const ReportDetails& details = {});

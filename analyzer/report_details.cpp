@@ -6,15 +6,19 @@
 namespace allocscope {
 
 ReportDetails report_details(const CostReport& report) {
+  return report_details(report.file, report.by, report.trace);
+}
+
+ReportDetails report_details(const std::filesystem::path& file, ReportGrouping by, bool trace) {
   ReportDetails details;
-  const bool callsites = report.by == ReportGrouping::Callsite;
-  if (!report.trace) {
-    if (callsites) details.callsites = callsite_report(load_stack_costs(report.file));
+  const bool callsites = by == ReportGrouping::Callsite;
+  if (!trace) {
+    if (callsites) details.callsites = callsite_report(load_stack_costs(file));
     return details;
   }
-  LoadOptions quiet;  // the cost model has warned about the file already
+  LoadOptions quiet;  // the cost model warns about the file
   quiet.warn = [](std::string_view) {};
-  Profile profile = load_profile(report.file, quiet);
+  Profile profile = load_profile(file, quiet);
   TraceAnalysis analysis = analyze_trace(profile);
   details.shapes = shape_report(profile, analysis);
   if (callsites) details.callsites = callsite_report(trace_stack_costs(std::move(profile), analysis));
