@@ -12,6 +12,7 @@
 #include "html_report.h"
 #include "json_writer.h"
 #include "profile.h"
+#include "side_by_side.h"
 #include "text_table.h"
 #include "thread_profile.h"
 #include "trace_analysis.h"
@@ -155,11 +156,13 @@ void attribute_to_shapes(DiffReport& d, const CostReport& base, const CostReport
   }
   LoadOptions quiet;  // the cost model has warned about the files already
   quiet.warn = [](std::string_view) {};
-  const Profile base_profile = load_profile(base.file, quiet);
-  const Profile other_profile = load_profile(other.file, quiet);
-  const ShapeReport base_shapes = shape_report(base_profile, analyze_trace(base_profile));
-  const ShapeReport other_shapes = shape_report(other_profile, analyze_trace(other_profile));
-  d.shape_gap = attribute_gap(base_shapes, other_shapes, class_table_of(base_profile));
+  auto shapes_of = [&quiet](const std::filesystem::path& file) {
+    Profile profile = load_profile(file, quiet);
+    ShapeReport shapes = shape_report(profile, analyze_trace(profile));
+    return std::make_pair(std::move(profile), std::move(shapes));
+  };
+  auto [base_side, other_side] = side_by_side([&] { return shapes_of(base.file); }, [&] { return shapes_of(other.file); });
+  d.shape_gap = attribute_gap(base_side.second, other_side.second, class_table_of(base_side.first));
 }
 
 }  // namespace
@@ -167,7 +170,9 @@ void attribute_to_shapes(DiffReport& d, const CostReport& base, const CostReport
 DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other) {
   CostOptions options;
   options.by = ReportGrouping::Bucket;
-  return diff_reports(analyze_profile(base, options), analyze_profile(other, options));
+  const auto [rb, ro] = side_by_side([&] { return analyze_profile(base, options); },
+                                     [&] { return analyze_profile(other, options); });
+  return diff_reports(rb, ro);
 }
 
 DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
@@ -403,8 +408,8 @@ int diff_command(CommandArgs args) {
   if (!html.empty()) {
     CostOptions options;
     options.by = ReportGrouping::Bucket;
-    const CostReport base = analyze_profile(files[0], options);
-    const CostReport other = analyze_profile(files[1], options);
+    const auto [base, other] = side_by_side([&] { return analyze_profile(files[0], options); },
+                                            [&] { return analyze_profile(files[1], options); });
     const std::string page = diff_html(diff_reports(base, other), base, other);
     write_html_file(html, page);
     fmt::print(stderr, "allocscope: wrote {} ({} KiB)\n", html, (page.size() + 1023) / 1024);

@@ -1,7 +1,8 @@
 // `allocscope report` on a trace runs the shapes pass on a thread of its own while the cost model
-// reads the file (report.cpp).  These tests check that the report is the one the passes give one
-// after the other, on good and on damaged traces, and (under ThreadSanitizer) that the two share
-// nothing they write.
+// reads the file (report.cpp), and `diff` analyzes its two profiles side by side (side_by_side.h).
+// These tests check that the output is the one the passes give one after the other, on good and
+// on damaged traces, that errors come in the order of the files, and (under ThreadSanitizer) that
+// the threads share nothing they write.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,8 +15,10 @@
 #include "../unit/test_profile_writer.h"
 #include "allocscope/ops.h"
 #include "cost_model.h"
+#include "diff.h"
 #include "profile_error.h"
 #include "report.h"
+#include "side_by_side.h"
 
 namespace allocscope {
 namespace {
@@ -136,6 +139,40 @@ TEST_F(ReportThreads, DamagedTracesFailOrWarnAsTheyDoAlone) {
   testing::internal::CaptureStdout();
   EXPECT_THROW(report_command(std::vector<std::string>{"--json", bad.string()}), ProfileError);
   testing::internal::GetCapturedStdout();
+}
+
+TEST_F(ReportThreads, DiffOfTwoTracesEqualsTheSequentialOne) {
+  const auto base = dir_.file("base.asp");
+  const auto other = dir_.file("other.asp");
+  random_trace(2, 5000).save(base);
+  random_trace(3, 5000).save(other);
+  testing::internal::CaptureStdout();
+  ASSERT_EQ(diff_command(std::vector<std::string>{"--json", base.string(), other.string()}), 0);
+  const std::string json = testing::internal::GetCapturedStdout();
+  CostOptions options;
+  options.by = ReportGrouping::Bucket;
+  const CostReport rb = analyze_profile(base, options);
+  const CostReport ro = analyze_profile(other, options);
+  EXPECT_EQ(json, diff_json(diff_reports(rb, ro)));
+  EXPECT_NE(json.find("\"shape_gap\": {"), std::string::npos) << "no shape attribution";
+}
+
+TEST(SideBySide, ReturnsBothAndRaisesTheFirstError) {
+  const auto [a, b] = side_by_side([] { return 1; }, [] { return std::string("two"); });
+  EXPECT_EQ(a, 1);
+  EXPECT_EQ(b, "two");
+  const auto fail = [](const char* what) { return [what]() -> int { throw std::runtime_error(what); }; };
+  const auto which = [](auto f, auto g) {
+    try {
+      side_by_side(f, g);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(which(fail("first"), fail("second")), "first");
+  EXPECT_EQ(which([] { return 0; }, fail("second")), "second");
+  EXPECT_EQ(which(fail("first"), [] { return 0; }), "first");
 }
 
 }  // namespace
