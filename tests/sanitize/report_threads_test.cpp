@@ -29,15 +29,7 @@ constexpr unsigned kFree = static_cast<unsigned>(Op::Free);
 // A trace of `threads` threads, each allocating and freeing random sizes, some blocks freed by the
 // next thread: enough calls for both passes to overlap in time.
 test::TestProfileWriter random_trace(unsigned threads, unsigned calls_per_thread) {
-  test::TestProfileWriter w;
-  format::ProcessInfo info{};
-  info.pid = 10;
-  w.process(info, "/bin/prog", "prog", "", "");
-  format::Calibration c = test::make_calibration(1'000'000'000, format::Clock::Monotonic);
-  c.mode_flags = format::kModeTrace;
-  c.sample_every = 1;
-  c.clock_read_ticks = 0;
-  w.calibration(c);
+  test::TestProfileWriter w = test::trace_profile();
   std::mt19937_64 rng(7);
   std::vector<std::vector<trace::Record>> per_thread(threads);
   for (unsigned t = 0; t < threads; ++t) {

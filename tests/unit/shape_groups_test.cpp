@@ -16,6 +16,7 @@ namespace {
 
 using test::make_record;
 using test::TestProfileWriter;
+using test::trace_profile;
 
 constexpr unsigned kMalloc = static_cast<unsigned>(Op::Malloc);
 constexpr unsigned kFree = static_cast<unsigned>(Op::Free);
@@ -49,18 +50,6 @@ TEST(ShapeGroups, RunsEndAtAnOccupiedClassWithoutTheShape) {
   EXPECT_EQ(runs.at({kShortCross, 2}), 2u);
 }
 
-// Ticks are nanoseconds; the bucket table (no allocator named) gives the classes.
-TestProfileWriter trace_profile() {
-  TestProfileWriter w;
-  format::ProcessInfo info{};
-  info.pid = 10;
-  w.process(info, "/bin/prog", "prog", "", "");
-  format::Calibration c = test::make_calibration(1'000'000'000, format::Clock::Monotonic);
-  c.mode_flags = format::kModeTrace;
-  c.clock_read_ticks = 0;
-  w.calibration(c);
-  return w;
-}
 
 // Quick blocks of 100, 120 and 200 B (buckets 22, 23, 26); `slow_ns` is how long the call that
 // frees the 200 B block takes; with `held`, a 150 B block (bucket 24) lives 50 µs.

@@ -17,24 +17,11 @@ namespace {
 
 using test::make_record;
 using test::TestProfileWriter;
+using test::trace_profile;
 
 constexpr unsigned kMalloc = static_cast<unsigned>(Op::Malloc);
 constexpr unsigned kFree = static_cast<unsigned>(Op::Free);
 constexpr unsigned kRealloc = static_cast<unsigned>(Op::Realloc);
-
-// A profile whose ticks are nanoseconds, in trace mode, process starting at tick 0.
-TestProfileWriter trace_profile(std::string_view allocator = "", format::Libc libc = format::Libc::Unknown) {
-  TestProfileWriter w;
-  format::ProcessInfo info{};
-  info.pid = 10;
-  info.libc = static_cast<uint8_t>(libc);
-  w.process(info, "/bin/prog", "prog", allocator, "");
-  format::Calibration c = test::make_calibration(1'000'000'000, format::Clock::Monotonic);
-  c.mode_flags = format::kModeTrace;
-  c.clock_read_ticks = 0;
-  w.calibration(c);
-  return w;
-}
 
 // Scenario A (see each record): every kind of block fate on two threads.
 TestProfileWriter scenario_a(uint64_t free_b_duration = 50, bool complete = true) {

@@ -164,6 +164,19 @@ void TestProfileWriter::save(const std::filesystem::path& path) const {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+TestProfileWriter trace_profile(std::string_view allocator, format::Libc libc) {
+  TestProfileWriter w;
+  format::ProcessInfo info{};
+  info.pid = 10;
+  info.libc = static_cast<uint8_t>(libc);
+  w.process(info, "/bin/prog", "prog", allocator, "");
+  format::Calibration c = make_calibration(1'000'000'000, format::Clock::Monotonic);
+  c.mode_flags = format::kModeTrace;
+  c.clock_read_ticks = 0;
+  w.calibration(c);
+  return w;
+}
+
 format::Calibration make_calibration(uint64_t tick_hz, format::Clock clock) {
   format::Calibration c{};
   c.clock = static_cast<uint8_t>(clock);

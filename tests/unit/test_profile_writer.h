@@ -76,6 +76,9 @@ format::ThreadStatsHeader make_stats_header(uint32_t serial, uint32_t seq, uint1
 Row make_row(unsigned op, unsigned bucket, uint64_t calls, uint64_t bytes,
              std::vector<format::LatencyBin> bins = {});
 format::Event make_event(unsigned op, uint64_t size, uint64_t start_tick, uint32_t duration_ticks);
+// A profile in trace mode whose ticks are nanoseconds, for trace chunks to be added: a Process
+// chunk (pid 10, "/bin/prog", `allocator`, `libc`) and a Calibration whose clock reads cost nothing.
+TestProfileWriter trace_profile(std::string_view allocator = "", format::Libc libc = format::Libc::Unknown);
 // The encoded bytes of trace records (what follows a TraceHeader).
 std::string encode_trace(const std::vector<trace::Record>& records, uint64_t base_tick = 0, uint64_t base_addr = 0);
 // A trace record; failed calls have addr 0.
