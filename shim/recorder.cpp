@@ -189,7 +189,7 @@ Timing timing_decision(Slot* s) {
   }
   const SamplingConfig& c = g_sampling;
   const uint64_t now = ticks();
-  if (c.sample_every != 1 && !(t.timing && now < t.window_end)) {
+  if (c.sample_every != 1 && !(t.timing && now < t.next_close)) {
     const bool was_timing = t.timing;
     t.timing = 0;
     if (!in_window(t, c, now)) {
@@ -198,8 +198,7 @@ Timing timing_decision(Slot* s) {
       if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);
       return Timing{0, false};
     }
-    t.timing = 1;
-    t.window_end = t.next_close;
+    t.timing = 1;  // until next_close, the end of the window in_window found
   }
   t.countdown = 1;  // decide again on the next call
   return Timing{maybe_sample_cpu(t, c, now), true};

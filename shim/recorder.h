@@ -35,9 +35,8 @@ struct ThreadCtx {
   // `countdown` then `depth`: the fast path writes them together (set_gate below).
   uint32_t countdown;     // calls left before the next timing decision (1 = decide every call)
   uint32_t depth;         // > 0 while inside the shim on this thread
-  uint32_t timing;        // inside a timed window
+  uint32_t timing;        // inside a timed window (the one that ends at next_close)
   uint32_t cpu_countdown; // timed calls left before the next rusage sample
-  uint64_t window_end;
   uint32_t unobserved;    // this thread could not get a slot
   uint32_t cpu_sampled;   // the current timed call also samples rusage (ru0 below)
   uint32_t check_every;   // calls between window checks outside windows (adaptive, see above)
