@@ -1,5 +1,6 @@
 // The cost model of `allocscope report` (see cost_model.h and docs/analysis.md).
 #include "cost_model.h"
+#include "contention_wording.h"
 
 #include <fmt/format.h>
 
@@ -34,6 +35,7 @@ constexpr uint64_t kMinEvidence = 16;         // rusage samples for a latency bi
 constexpr uint64_t kMinContended = 20;        // calls meeting another thread, for a serialization index
 constexpr unsigned kInsideRows = 64;          // by_inside rows; more threads inside are folded into the last
 constexpr double kBusyThreadShare = 0.01;     // threads with at least this share of the calls are "busy"
+constexpr uint64_t kMinFastReference = 20;   // timed calls an (op, bucket) needs for its fast threshold
 constexpr double kPreemptedSeconds = 100e-6;  // a call this long that did not block was descheduled
 
 size_t cell_index(unsigned op, unsigned bucket) { return op * kBucketSlots + bucket; }
@@ -248,6 +250,8 @@ struct Pass2 {
   uint64_t si_calls = 0;       // calls that were inside with another thread at some point
   uint64_t si_excluded_windows = 0;  // contended windows left out: a call in them was descheduled
   uint64_t contended = 0, classified = 0;
+  ExclusionTally exclusion;    // timed calls by class, met or alone at their start, fast or not
+  uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;
   SweepTotals sweep;
 };
 
@@ -347,8 +351,6 @@ double sampling_variance(double var, uint64_t timed, uint64_t calls) {
 
 std::string percent(double share) { return fmt::format("{:.0f} %", 100 * share); }
 
-std::string effective(double si) { return fmt::format("{:.2f}", si); }
-
 Verdict make_verdict(const CostReport& r) {
   Verdict v;
   const double total = r.split.total();
@@ -383,7 +385,8 @@ Verdict make_verdict(const CostReport& r) {
   } else if (slow >= fast) {
     v.dominant = "slow";
     text = fmt::format("{} of allocator time is spent running beyond the calls' uncontended cost", percent(slow));
-    if (slowdown && *slowdown > 1.2) {
+    const bool excluded = c.verdict.kind == ContentionKind::GlobalLock || c.verdict.kind == ContentionKind::Partial;
+    if (excluded && slowdown && *slowdown > 1.2) {
       text += fmt::format(": calls that met another thread inside took {:.1f}x as long as calls made alone "
                           "(spinning, lock hand-over, shared cache lines)", *slowdown);
     } else {
@@ -394,20 +397,7 @@ Verdict make_verdict(const CostReport& r) {
     text = fmt::format("{} of allocator time is the calls' uncontended cost: the fast path dominates", percent(fast));
   }
   text += ".";
-  const uint32_t threads = std::max(std::max<uint32_t>(c.busy_threads, 1), c.max_inside);
-  if (c.serialization_index) {
-    const double si = *c.serialization_index;
-    text += fmt::format(" While threads are inside together, progress runs at {} effective threads out of {}", effective(si),
-                        threads);
-    if (si < 1.25) {
-      text += si < 0.9 ? " — serialized, and handing over costs more than the work: one global lock."
-                       : " — they take turns: one global lock.";
-    } else {
-      text += " — calls proceed in parallel.";
-    }
-  } else if (threads > 1) {
-    text += " Threads were too rarely inside the allocator together to measure serialization.";
-  }
+  text += " " + contention_sentence(c.verdict);
   text += fmt::format(" The allocator takes {} of thread time.", percent(r.allocator_share));
   if (r.allocator_time_ns > 0 && r.allocator_error_ns > 0.5 * r.allocator_time_ns) {
     text += fmt::format(" Uncertain: a few very long timed calls dominate the estimate (± {} of it).",
@@ -511,6 +501,12 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   std::vector<std::vector<double>> phi;
   for (const auto& t : profile.threads) phi.push_back(fallback_blocked(t, model, notes.fallback_blocked_calls));
 
+  // The fast threshold of each (op, bucket) for the exclusion test (contention_verdict.h).
+  std::vector<double> fast_ticks(kOpSlots * kBucketSlots, -1.0);
+  for (size_t c = 0; c < fast_ticks.size(); ++c) {
+    if (p1.all[c].total() >= kMinFastReference) fast_ticks[c] = kFastFactor * static_cast<double>(p1.all[c].quantile(0.05));
+  }
+
   // ---- pass 2 ----
   Pass2 p2;
   p2.threads.resize(profile.threads.size());
@@ -565,6 +561,16 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       row.base += base;
       if (cls >= p2.by_class.size()) p2.by_class.resize(cls + 1);
       p2.by_class[cls].add(e.duration_ticks);  // latency as measured, probe included
+      if (e.flags & format::kEvRusage) {
+        ++p2.rusage_samples;
+        p2.rusage_blocked += e.nvcsw > 0;
+        p2.rusage_preempted += e.nivcsw > 0;
+      }
+      const double fast = fast_ticks[cell_index(e.op, e.bucket)];
+      if (it.inside >= 0 && fast >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
+        const CallGroup group = e.op == static_cast<uint8_t>(Op::Free) ? CallGroup::Freeing : CallGroup::Allocating;
+        p2.exclusion.add(group, cls, it.inside >= 1, raw <= fast);
+      }
       if (it.inside >= 0) {
         ++acc.classified;
         ++p2.classified;
@@ -945,6 +951,22 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     if (alone_mean > 0) row.vs_alone = h.mean() / alone_mean;
     c.by_inside.push_back(row);
   }
+
+  ContentionInputs evidence;
+  evidence.allocating = measure_exclusion(p2.exclusion.cells(CallGroup::Allocating));
+  evidence.freeing = measure_exclusion(p2.exclusion.cells(CallGroup::Freeing));
+  evidence.busy_threads = c.busy_threads;
+  evidence.timed = r.timed;
+  evidence.rusage_samples = p2.rusage_samples;
+  evidence.rusage_blocked = p2.rusage_blocked;
+  evidence.rusage_preempted = p2.rusage_preempted;
+  if (profile.process) {
+    const auto& info = profile.process->info;
+    evidence.cpus = info.cpus_allowed ? info.cpus_allowed : info.cpus_online;
+  }
+  evidence.max_live_threads = profile.end ? profile.end->max_live_threads : static_cast<uint32_t>(profile.threads.size());
+  evidence.wall_seconds = r.wall_ns ? *r.wall_ns / 1e9 : 0;
+  c.verdict = judge_contention(evidence);
 
   // Notes on the model and the data.
   notes.probe_overhead_ns = to_ns(model.overhead);

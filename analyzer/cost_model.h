@@ -24,6 +24,7 @@
 
 #include "allocscope/format.h"
 #include "allocscope/ops.h"
+#include "contention_verdict.h"
 #include "stats.h"
 #include "timeline.h"
 
@@ -114,6 +115,7 @@ struct Contention {
   uint32_t max_inside = 0;
   uint32_t busy_threads = 0;                   // threads with >= 1 % of the calls
   std::vector<InsideRow> by_inside;
+  ContentionVerdict verdict;                   // contention_verdict.h: the evidence and what it shows
 };
 
 struct ModelNotes {

@@ -36,6 +36,10 @@ ReportDetails report_details(const std::filesystem::path& file, ReportGrouping b
 
 std::string report_text(const CostReport& report, const ReportDetails& details = {});
 std::string report_json(const CostReport& report, const ReportDetails& details = {});
+// The contention verdict's keys (verdict, confidence, evidence, reason, advice, …) into the object
+// being written: report's "contention", and each side of diff and each row of compare.
+class JsonWriter;
+void write_contention_verdict(JsonWriter& w, const ContentionVerdict& v);
 
 // The subcommand: `args` are the arguments after "report".  Returns the exit status.
 int report_command(CommandArgs args);

@@ -5,6 +5,7 @@
 
 #include "json_writer.h"
 #include "report.h"
+#include "contention_wording.h"
 #include "format_names.h"
 #include "thread_profile.h"
 
@@ -66,6 +67,24 @@ void write_thread(JsonWriter& w, const ThreadRow& t) {
   w.end_object();
 }
 
+}  // namespace
+
+void write_contention_verdict(JsonWriter& w, const ContentionVerdict& v) {
+  w.field("verdict", contention_kind_name(v.kind));
+  w.field("confidence", ratio(v.confidence));
+  w.key("evidence").begin_array();
+  for (const EvidenceItem& e : contention_evidence(v)) {
+    w.begin_object().field("kind", e.kind).field("value", ratio(e.value)).field("meaning", e.meaning).end_object();
+  }
+  w.end_array();
+  w.field("reason", contention_reason(v));
+  w.field("advice", contention_advice(v));
+  w.field("blocking", v.blocking).field("oversubscribed", v.oversubscribed);
+  w.field("cpus", v.inputs.cpus);
+}
+
+namespace {
+
 void write_contention(JsonWriter& w, const CostReport& r) {
   const Contention& c = r.contention;
   w.key("contention").begin_object();
@@ -88,6 +107,7 @@ void write_contention(JsonWriter& w, const CostReport& r) {
     w.end_object();
   }
   w.end_array();
+  write_contention_verdict(w, c.verdict);
   w.end_object();
 }
 

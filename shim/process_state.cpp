@@ -175,6 +175,41 @@ long append(const void* buf, size_t n) {
   return sys::append_record(g_ps->fd, buf, n);
 }
 
+// CPUs in this process's affinity mask (0 when the call fails).
+uint32_t allowed_cpus() {
+  uint64_t mask[16] = {};
+  const long n = sys::sched_getaffinity(0, sizeof mask, mask);
+  if (n <= 0) return 0;
+  uint32_t cpus = 0;
+  for (long i = 0; i < n / 8; ++i) cpus += static_cast<uint32_t>(__builtin_popcountll(mask[i]));
+  return cpus;
+}
+
+// CPUs online, from a list such as "0-3,6" (0 when it cannot be read).
+uint32_t online_cpus() {
+  char text[256];
+  const size_t n = read_file("/sys/devices/system/cpu/online", text, sizeof text - 1);
+  uint32_t cpus = 0, lo = 0, value = 0;
+  bool in_range = false, digits = false;
+  for (size_t i = 0; i <= n; ++i) {
+    const char ch = i < n ? text[i] : ',';
+    if (ch >= '0' && ch <= '9') {
+      value = value * 10 + static_cast<uint32_t>(ch - '0');
+      digits = true;
+    } else if (ch == '-' && digits) {
+      lo = value;
+      value = 0;
+      in_range = true;
+      digits = false;
+    } else if (digits) {
+      cpus += in_range ? (value >= lo ? value - lo + 1 : 0) : 1;
+      value = 0;
+      in_range = digits = false;
+    }
+  }
+  return cpus;
+}
+
 size_t read_file(const char* path, char* buf, size_t cap) {
   const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
   if (sys::failed(fd)) return 0;
@@ -235,6 +270,8 @@ bool write_process_chunk(const char* exe, uint64_t start_tick) {
   pi->allocator_len = put(alloc, std::strlen(alloc), 256);
   const char* ver = gnu_version ? gnu_version() : "";
   pi->libc_version_len = put(ver, std::strlen(ver), 0);
+  pi->cpus_allowed = static_cast<uint16_t>(allowed_cpus());
+  pi->cpus_online = online_cpus();
   return write_chunk(format::ChunkType::Process, g_init_buf,
                      static_cast<size_t>(p - reinterpret_cast<char*>(pi)));
 }

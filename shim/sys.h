@@ -71,6 +71,7 @@ inline long futex(int* uaddr, int op, int val, const void* timeout = nullptr) {
   return call(SYS_futex, (long)uaddr, op, val, (long)timeout);
 }
 inline long sched_yield() { return call(SYS_sched_yield); }
+inline long sched_getaffinity(int pid, size_t n, void* mask) { return call(SYS_sched_getaffinity, pid, (long)n, (long)mask); }
 
 // Appends buf with one write(2) so that concurrent appends on an O_APPEND descriptor never
 // interleave.  Retries only an EINTR that wrote nothing.  Returns 0, or -errno (-ENOSPC for a

@@ -82,12 +82,12 @@ struct ProcessInfo {
   uint64_t start_realtime_ns;
   uint8_t libc;           // Libc
   uint8_t secure;         // 1 if AT_SECURE (the shim then records nothing more)
-  uint16_t reserved0;
+  uint16_t cpus_allowed;  // CPUs in the process's affinity mask at start (0: not recorded)
   uint32_t exe_len;
   uint32_t args_len;      // argv, NUL-separated, without a NUL after the last argument
   uint32_t allocator_len; // path of the object that provides the real malloc
   uint32_t libc_version_len;
-  uint32_t reserved1;
+  uint32_t cpus_online;   // CPUs online at start, /sys/devices/system/cpu/online (0: not recorded)
 };
 static_assert(sizeof(ProcessInfo) == 56);
 
