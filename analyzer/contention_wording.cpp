@@ -6,6 +6,8 @@
 namespace allocscope {
 namespace {
 
+constexpr uint64_t kSpinEvidenceSamples = 200;  // sampled calls before "none slept" means something
+
 std::string pct(double share) { return fmt::format("{:.0f} %", 100 * share); }
 
 std::string ratio_text(const ExclusionMeasure& m) {
@@ -64,8 +66,8 @@ std::string contention_reason(const ContentionVerdict& v) {
     case ContentionReason::NotTimed:
       return "no call was timed (--sample 0): contention cannot be measured";
     case ContentionReason::TooFewMet:
-      return fmt::format("too few timed calls met another thread inside the allocator ({} allocating calls): "
-                         "threads rarely ran allocator calls at the same time",
+      return fmt::format("too few timed calls met another thread inside the allocator ({} allocating calls did, "
+                         "of classes with enough calls made alone): threads rarely ran allocator calls at the same time",
                          a.met);
     case ContentionReason::Excluded:
       return fmt::format("a call that meets another thread inside is rarely fast, in every size class measured: "
@@ -110,11 +112,18 @@ std::string contention_sentence(const ContentionVerdict& v) {
   switch (v.kind) {
     case ContentionKind::SingleThread:
       return "One thread called the allocator: no contention.";
-    case ContentionKind::GlobalLock:
-      return fmt::format("Threads exclude each other inside the allocator in every size class: one global lock{} "
-                         "({}).",
-                         v.blocking ? ", on which threads sleep" : ", held without sleeping (a spin lock, or a lock handed over at once)",
-                         contention_reason(v));
+    case ContentionKind::GlobalLock: {
+      std::string sleeping;
+      if (v.blocking) {
+        sleeping = ", on which threads sleep";
+      } else if (v.inputs.rusage_samples >= kSpinEvidenceSamples) {
+        sleeping = fmt::format(", and none of {} sampled calls slept on it (a spin lock, or one handed over without sleeping)",
+                               v.inputs.rusage_samples);
+      }
+      return fmt::format("Threads exclude each other inside the allocator in every size class: one global lock{}. "
+                         "Evidence: {}.",
+                         sleeping, contention_reason(v));
+    }
     case ContentionKind::Partial:
       return fmt::format("Contention in places, not one global lock: {}.", contention_reason(v));
     case ContentionKind::None:

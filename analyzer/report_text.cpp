@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "contention_wording.h"
 #include "report.h"
 #include "text_table.h"
 #include "thread_profile.h"
@@ -169,17 +170,6 @@ std::string contention_section(const CostReport& r) {
   const Contention& c = r.contention;
   TextTable fields({{"", Align::Left}, {"", Align::Left}});
   fields.add_row({"waiting", fmt::format("{} of allocator time", pct(c.wait_share))});
-  if (c.serialization_index) {
-    fields.add_row({"serialization index",
-                    fmt::format("{:.2f} effective threads progressing while 2 or more are inside", *c.serialization_index)});
-    fields.add_row({"", fmt::format("(from {} calls{})", count(c.si_calls),
-                                    c.si_excluded_windows ? fmt::format("; {} windows with a descheduled call left out",
-                                                                        count(c.si_excluded_windows))
-                                                          : std::string())});
-  } else {
-    fields.add_row({"serialization index",
-                    fmt::format("- (only {} calls were inside together with another thread; 20 needed)", count(c.si_calls))});
-  }
   fields.add_row({"contended time", fmt::format("{} of the time any thread is inside, 2 or more are",
                                                 pct(c.contended_time_share))});
   fields.add_row({"calls meeting others", fmt::format("{} of {} timed calls placed on the time line",
@@ -188,7 +178,15 @@ std::string contention_section(const CostReport& r) {
   fields.add_row({"threads inside", c.occupancy ? fmt::format("{:.2f} on average while any is; at most {} at once",
                                                               *c.occupancy, c.max_inside)
                                                 : std::string("-")});
-  std::string body = fields.render();
+  const ContentionVerdict& v = c.verdict;
+  std::string body = fmt::format("  verdict: {} (confidence {:.2f})\n", contention_kind_name(v.kind), v.confidence);
+  body += wrap_words("why: " + contention_reason(v), 96, "    ");
+  if (const std::string advice = contention_advice(v); !advice.empty()) body += wrap_words("what to do: " + advice, 96, "    ");
+  body += "  evidence:\n";
+  for (const EvidenceItem& e : contention_evidence(v)) {
+    body += wrap_words(fmt::format("{} = {:.3g}: {}", e.kind, e.value, e.meaning), 96, "    ");
+  }
+  body += fields.render();
   if (!c.by_inside.empty()) {
     TextTable inside({{"inside"}, {"calls"}, {"calls %"}, {"mean"}, {"p50"}, {"p99"}, {"vs alone"}});
     for (const InsideRow& row : c.by_inside) {
