@@ -276,9 +276,6 @@ class MutexAllocator(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        why = contention_measurable()
-        if why:
-            raise unittest.SkipTest(why)
         cls.rec = Recording()
         try:
             cls.mutex = cli_json("report", "--json", cls.rec.record("mutex", THREADS))
@@ -286,24 +283,15 @@ class MutexAllocator(unittest.TestCase):
         finally:
             cls.rec.close()
 
-    def setUp(self):
-        if self.mutex["serialization_index"] is None:
-            self.skipTest("the harness threads were rarely inside the allocator together: "
-                          "the machine is too busy to show contention")
-
     def describe(self, j):
         return (f"verdict {j['verdict']['dominant']!r}: fast {j['fast_ns'] / 1e6:.0f} ms, "
                 f"slow {j['slow_ns'] / 1e6:.0f} ms, waiting {j['wait_ns'] / 1e6:.0f} ms, "
-                f"serialization index {j['serialization_index']}; {j['verdict']['text']}")
+                f"contention {j['contention']['verdict']}: {j['contention']['reason']}; {j['verdict']['text']}")
 
     def test_threads_serialize_on_the_lock(self):
-        si = self.mutex["serialization_index"]
-        self.assertLess(si, 1.25, self.describe(self.mutex))
-        control = self.nolock["serialization_index"]
-        if control is None:
-            self.skipTest("the control's threads were rarely inside the allocator together")
-        self.assertGreaterEqual(control, 1.4, self.describe(self.nolock))
-        self.assertGreaterEqual(control, si + 0.4)
+        # One run each: the lock is called one, or the run says it cannot tell; the control never is.
+        self.assertIn(self.mutex["contention"]["verdict"], ("global_lock", "unsure"), self.describe(self.mutex))
+        self.assertNotEqual(self.nolock["contention"]["verdict"], "global_lock", self.describe(self.nolock))
 
     def test_lock_contention_is_the_dominant_cost(self):
         self.assertIn(self.mutex["verdict"]["dominant"], ("waiting", "slow"), self.describe(self.mutex))

@@ -1,0 +1,136 @@
+"""End-to-end tests of the contention verdict (docs/analysis.md, "Contention verdict").
+
+Every test records ONE run and checks the claim that run makes: an allocator with one global lock
+(musl's malloc, a global mutex, a global spin lock) must be called `global_lock` or `unsure`, never
+`none` or `partial`; an allocator without one (glibc, jemalloc, a forwarding allocator) must never
+be called `global_lock`; one thread is `single_thread`.  `unsure` must say why and what to do.
+Nothing is repeated, nothing is skipped because the machine is busy: some runs have more threads
+than CPUs and some a CPU hog beside them, which is when a verdict built on slowness goes wrong.
+"""
+import json
+import os
+import subprocess
+import unittest
+
+from allocscope_e2e import BUILD, CLI, E2ETestCase, target
+
+ALLOCATORS_DIR = os.path.join(BUILD, "tests", "allocators")
+LOCK_VERDICTS = ("global_lock", "unsure")
+KINDS = ("global_lock", "partial", "none", "unsure", "single_thread")
+
+
+def test_allocator(name):
+    path = os.path.join(ALLOCATORS_DIR, f"lib{name}_alloc.so")
+    if not os.path.exists(path):
+        raise unittest.SkipTest(f"lib{name}_alloc.so was not built")
+    return path
+
+
+class CpuHog:
+    """One busy process per CPU beside the run, for the duration of a `with` block."""
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(os.cpu_count() or 1)]
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+
+class VerdictCase(E2ETestCase):
+    def verdict(self, program, threads, iters, allocator=None, name="run.asp"):
+        run = self.record([target(program), str(threads), str(iters)], allocator=allocator, out=name)
+        self.assertEqual(run.rc, 0, run.stderr)
+        proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        j = json.loads(proc.stdout)
+        c = j["contention"]
+        self.check_contract(c, j)
+        return c, j
+
+    def check_contract(self, c, j):
+        """The JSON contract of docs/analysis.md, and the text rendered from it."""
+        self.assertIn(c["verdict"], KINDS)
+        self.assertGreaterEqual(c["confidence"], 0)
+        self.assertLessEqual(c["confidence"], 1)
+        self.assertIsInstance(c["reason"], str)
+        self.assertTrue(c["reason"])
+        for e in c["evidence"]:
+            self.assertEqual(set(e), {"kind", "value", "meaning"})
+            self.assertIsInstance(e["value"], (int, float))
+            self.assertTrue(e["meaning"])
+        if c["verdict"] == "unsure":
+            self.assertTrue(c["advice"], c)
+            self.assertIn("cannot be told", j["verdict"]["text"])
+        elif c["verdict"] == "global_lock":
+            self.assertIn("one global lock", j["verdict"]["text"])
+            kinds = {e["kind"]: e["value"] for e in c["evidence"]}
+            self.assertLess(kinds["exclusion_ratio"], 0.7, c)
+        elif c["verdict"] == "none":
+            self.assertIn("do not wait for each other", j["verdict"]["text"])
+            self.assertNotIn("global lock", j["verdict"]["text"])
+
+    def describe(self, c):
+        return f"{c['verdict']}: {c['reason']}"
+
+    def assert_lock(self, c):
+        self.assertIn(c["verdict"], LOCK_VERDICTS, self.describe(c))
+
+    def assert_no_lock(self, c):
+        self.assertNotEqual(c["verdict"], "global_lock", self.describe(c))
+        self.assertNotEqual(c["verdict"], "single_thread", self.describe(c))
+
+
+class OneThread(VerdictCase):
+    def test_one_thread_is_never_a_lock(self):
+        c, _ = self.verdict("harness-musl", 1, 200_000)
+        self.assertEqual(c["verdict"], "single_thread", self.describe(c))
+
+
+class GlobalLocks(VerdictCase):
+    def test_musl_two_threads(self):
+        self.assert_lock(self.verdict("harness-musl", 2, 2_000_000)[0])
+
+    def test_musl_eight_threads_on_two_cpus(self):
+        c, _ = self.verdict("harness-musl", 8, 100_000)
+        self.assert_lock(c)
+        kinds = {e["kind"]: e["value"] for e in c["evidence"]}
+        if "threads_per_cpu" in kinds and os.cpu_count() and os.cpu_count() < 8:
+            self.assertTrue(c["oversubscribed"], c)
+
+    def test_global_mutex(self):
+        self.assert_lock(self.verdict("harness-glibc", 4, 300_000, allocator=test_allocator("mutex"))[0])
+
+    def test_global_spin_lock_oversubscribed(self):
+        self.assert_lock(self.verdict("harness-glibc", 8, 150_000, allocator=test_allocator("spinlock"))[0])
+
+    def test_global_spin_lock_beside_a_cpu_hog(self):
+        with CpuHog():
+            self.assert_lock(self.verdict("harness-glibc", 2, 600_000, allocator=test_allocator("spinlock"))[0])
+
+
+class NoGlobalLock(VerdictCase):
+    def test_glibc_two_threads(self):
+        self.assert_no_lock(self.verdict("harness-glibc", 2, 3_000_000)[0])
+
+    def test_glibc_eight_threads_on_two_cpus(self):
+        self.assert_no_lock(self.verdict("harness-glibc", 8, 1_000_000)[0])
+
+    def test_forwarding_allocator_preloaded_after_the_shim(self):
+        self.assert_no_lock(self.verdict("harness-glibc", 4, 1_000_000, allocator=test_allocator("nolock"))[0])
+
+    def test_glibc_beside_a_cpu_hog(self):
+        with CpuHog():
+            self.assert_no_lock(self.verdict("harness-glibc", 4, 1_500_000)[0])
+
+    def test_jemalloc_sixteen_threads(self):
+        if not any(os.path.exists(os.path.join(d, "libjemalloc.so.2"))
+                   for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib", "/lib/x86_64-linux-gnu")):
+            self.skipTest("jemalloc is not installed")
+        self.assert_no_lock(self.verdict("harness-glibc", 16, 250_000, allocator="jemalloc")[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
