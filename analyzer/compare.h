@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "contention_verdict.h"
+
 #include "cli.h"
 
 namespace allocscope {
@@ -100,6 +102,7 @@ struct CompareRow {
   std::string allocator_seen;              // what the profile says provided malloc
   std::optional<double> allocator_share;   // of thread time
   std::optional<double> wait_share;        // of the allocator time
+  std::optional<ContentionVerdict> contention;  // of the median run (contention_verdict.h)
   std::optional<double> allocator_error_share;  // the ± bound of allocator_share
   uint64_t timed_calls = 0;                // of the median run
   std::vector<ClassCost> top_classes;      // costliest first, at most 3

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "compare.h"
+#include "report.h"
 #include "html_page.h"
 #include "html_report.h"
 #include "json_writer.h"
@@ -61,14 +62,15 @@ std::vector<std::string> cells(const CompareRow& row, bool first, bool with_clas
                                     format_bytes(static_cast<ByteCount>(std::llround(row.maxrss_kb)) * 1024),
                                     opt_percent(row.allocator_share),
                                     opt_percent(row.wait_share),
+                                    row.contention ? contention_kind_name(row.contention->kind) : "-",
                                     coverage_cell(row, first),
                                     runs_cell(row)};
   if (with_classes) cells.push_back(classes_cell(row));
   return cells;
 }
 
-const std::vector<std::string> kColumns = {"row",     "wall",     "Δ wall", "max RSS", "allocator",
-                                           "waiting", "coverage", "ok",     "costliest classes"};
+const std::vector<std::string> kColumns = {"row",     "wall",       "Δ wall",   "max RSS", "allocator", "waiting",
+                                           "contention", "coverage", "ok",     "costliest classes"};
 const size_t kClassesColumn = kColumns.size() - 1;
 
 // The footnote: how the numbers were measured, and what each attribution column means.
@@ -198,6 +200,13 @@ std::string compare_json(const CompareResult& r) {
     w.field("allocator_share", rounded(row.allocator_share, 1e4));
     w.field("allocator_share_error", rounded(row.allocator_error_share, 1e4));
     w.field("wait_share", rounded(row.wait_share, 1e4));
+    if (row.contention) {
+      w.key("contention").begin_object();
+      write_contention_verdict(w, *row.contention);
+      w.end_object();
+    } else {
+      w.key("contention").null();
+    }
     w.field("timed_calls", row.timed_calls);
     w.field("analysis_error", row.analysis_error.empty() ? std::optional<std::string>() : row.analysis_error);
     w.key("top_classes").begin_array();
@@ -268,6 +277,7 @@ std::string compare_verdict(const CompareResult& r) {
   if (worst->allocator_share) {
     text += fmt::format(". Its allocator takes {} of thread time", percent(*worst->allocator_share));
     if (worst->wait_share) text += fmt::format(", {} of that waiting", percent(*worst->wait_share));
+    if (worst->contention) text += fmt::format("; contention: {}", contention_kind_name(worst->contention->kind));
   }
   return text + ".";
 }

@@ -18,6 +18,9 @@ constexpr double kPartialMinExcluded = 0.10; // … or at least this share in ex
 constexpr uint64_t kMinReference = 10;       // alone calls a class needs to predict its met calls
 constexpr uint64_t kMinClassCalls = 20;      // met and alone calls a class needs to be judged alone
 constexpr double kMinClassFastShare = 0.1;   // … and its alone calls' fast share (binomial bounds hold)
+constexpr double kDisturbedAbove = 1.2;     // ratio's lower bound above this: the reference is disturbed
+constexpr uint64_t kMinBlockedSamples = 2;   // sampled calls that slept, …
+constexpr double kSleepingShare = 0.05;      // … and their share, before "none" is doubted
 constexpr double kMinExpected = 20;          // expected fast met calls for a ratio
 constexpr uint64_t kMinMet = 50;             // met calls for a ratio
 
@@ -120,6 +123,16 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
     } else {
       set(ContentionKind::Unsure, ContentionReason::MixedClasses, 0);
     }
+    return v;
+  }
+  // Met calls faster than alone ones is not what running side by side does: the calls made alone
+  // were slowed by something the windows did not see (a thread asleep inside a call that began
+  // before the window, whose wake-up the caller pays).  Sleeping calls say the same.
+  const bool disturbed = a.low > kDisturbedAbove;
+  const bool sleeping = in.rusage_blocked >= kMinBlockedSamples &&
+                        static_cast<double>(in.rusage_blocked) >= kSleepingShare * static_cast<double>(in.rusage_samples);
+  if (a.low > kParallelAbove && (disturbed || sleeping)) {
+    set(ContentionKind::Unsure, disturbed ? ContentionReason::Disturbed : ContentionReason::Sleeping, 0);
     return v;
   }
   if (a.low > kParallelAbove) {

@@ -76,6 +76,8 @@ enum class ContentionReason : uint8_t {
   Parallel,           // calls run side by side
   Ambiguous,          // the ratio lies between the thresholds, or its bound spans them
   MixedClasses,       // the ratio says exclusion, but some classes clearly run side by side
+  Disturbed,          // met calls were fast more often than alone ones: the reference is disturbed
+  Sleeping,           // the ratio says no exclusion, but sampled calls slept in the kernel
 };
 
 struct ContentionInputs {

@@ -91,6 +91,15 @@ std::string contention_reason(const ContentionVerdict& v) {
       return fmt::format("calls wait for each other overall (exclusion ratio {}), but {} of them are in classes that "
                          "clearly run side by side: neither one global lock nor clearly confined",
                          ratio_text(a), pct(a.uncontended_share));
+    case ContentionReason::Disturbed:
+      return fmt::format("calls that met another thread were fast more often than calls made alone (exclusion ratio "
+                         "{}): the calls made alone were slowed by calls the timing windows did not see, such as a "
+                         "thread asleep inside the allocator since before the window",
+                         ratio_text(a));
+    case ContentionReason::Sleeping:
+      return fmt::format("the exclusion ratio {} shows no waiting, but {} of {} sampled calls slept in the kernel: "
+                         "a lock may be at work that the ratio does not see",
+                         ratio_text(a), in.rusage_blocked, in.rusage_samples);
   }
   return "";
 }
@@ -103,6 +112,9 @@ std::string contention_advice(const ContentionVerdict& v) {
     case ContentionReason::TooFewMet:
       return "record a longer run, or time more of it (--sample 8, or --sample 1 to time every call), with the "
              "threads allocating at the same time";
+    case ContentionReason::Disturbed:
+    case ContentionReason::Sleeping:
+      return "time every call (--sample 1), so that no call goes unseen";
     default:
       return "record a longer run or time more of it (--sample 8) so that the bounds narrow";
   }

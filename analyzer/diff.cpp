@@ -1,5 +1,6 @@
 // diff.cpp — see diff.h.
 #include "diff.h"
+#include "report.h"
 
 #include <fmt/format.h>
 
@@ -86,7 +87,7 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   }
   const double outside = std::max(0.0, static_cast<double>(f.minor_faults) - s.faults_in_calls);
   s.outside_fault_ns = outside * f.fault_ns;
-  s.serialization_index = r.contention.serialization_index;
+  s.contention = r.contention.verdict;
   s.wait_share = r.contention.wait_share;
   return s;
 }
@@ -265,10 +266,7 @@ std::string diff_text(const DiffReport& d) {
   totals.add_row({"attributed to the allocator", "", "", signed_dur(d.attributed_delta_ns)});
   totals.add_row({"coverage (thread time)", "", "", d.coverage ? pct(*d.coverage) : "-"});
   totals.add_row({"coverage (wall time)", "", "", d.wall_coverage ? pct(*d.wall_coverage) : "-"});
-  auto si = [](const RunSide& s) {
-    return s.serialization_index ? fmt::format("{:.2f}", *s.serialization_index) : std::string("-");
-  };
-  totals.add_row({"serialization index", si(d.base), si(d.other), ""});
+  totals.add_row({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
   totals.add_row({"waiting share of allocator time", pct(d.base.wait_share), pct(d.other.wait_share), ""});
   out += totals.render();
   out += "\n";
@@ -326,7 +324,10 @@ std::string diff_json(const DiffReport& d) {
     w.field("fast_ns", s.split.fast_ns).field("slow_ns", s.split.slow_ns).field("wait_ns", s.split.wait_ns);
     w.field("calls", s.calls).field("minor_faults", s.minor_faults).field("faults_in_calls", s.faults_in_calls);
     w.field("minor_fault_ns", s.fault_ns).field("outside_fault_ns", s.outside_fault_ns);
-    w.field("serialization_index", s.serialization_index).field("wait_share", s.wait_share);
+    w.field("wait_share", s.wait_share);
+    w.key("contention").begin_object();
+    write_contention_verdict(w, s.contention);
+    w.end_object();
     w.end_object();
   };
   w.begin_object();

@@ -50,7 +50,7 @@ struct RunSide {
   double faults_in_calls = 0;            // estimated from rusage-sampled calls
   double fault_ns = 0;                   // calibrated cost of one minor fault
   double outside_fault_ns = 0;           // faults outside calls x fault_ns
-  std::optional<double> serialization_index;
+  ContentionVerdict contention;          // the side's contention verdict (contention_verdict.h)
   double wait_share = 0;
 };
 

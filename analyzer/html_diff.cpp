@@ -146,8 +146,7 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
                     format_duration_ns(d.other.outside_fault_ns), signed_dur(d.faults_delta_ns)});
   totals.push_back({"coverage (thread time / wall time)", "", "",
                     fmt::format("{} / {}", d.coverage ? pct(*d.coverage) : "-", d.wall_coverage ? pct(*d.wall_coverage) : "-")});
-  auto si = [](const RunSide& s) { return s.serialization_index ? fmt::format("{:.2f}", *s.serialization_index) : "-"; };
-  totals.push_back({"serialization index", si(d.base), si(d.other), ""});
+  totals.push_back({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
   totals.push_back({"waiting share of allocator time", pct(d.base.wait_share), pct(d.other.wait_share), ""});
   page.section("The two runs by size", "Estimated time inside the allocator per request size, BASE above OTHER.",
                html_table(totals) + stacked_bars_svg(bars));
