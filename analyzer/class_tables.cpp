@@ -615,7 +615,6 @@ std::span<const ClassTable* const> allocator_class_tables() { return kAllocatorT
 // ---- EventSizes ----
 
 void EventSizes::add(const format::Event& event) {
-  if (event.flags & format::kEvCarried) return;  // not a timed call
   if (!is_bucket_index(event.bucket) || event.bucket == kBucketUnknown) return;
   if (bucket_of(event.size) != event.bucket) return;  // saturated size: not exact
   SizeTally** slot_ptr;

@@ -24,8 +24,6 @@
 #include <optional>
 #include <vector>
 
-#include "allocscope/ops.h"
-
 namespace allocscope {
 
 constexpr double kFastFactor = 1.3;          // fast: at most this times the cell's 5th percentile
@@ -40,9 +38,6 @@ struct ExclusionCell {
 // measured apart: an allocator may lock one and not the other (musl's free is mostly lock-free).
 enum class CallGroup : uint8_t { Allocating = 0, Freeing = 1 };
 constexpr size_t kCallGroups = 2;
-inline CallGroup call_group_of(unsigned op) {
-  return op == static_cast<unsigned>(Op::Free) ? CallGroup::Freeing : CallGroup::Allocating;
-}
 
 class ExclusionTally {
  public:

@@ -568,7 +568,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       }
       const double fast = fast_ticks[cell_index(e.op, e.bucket)];
       if (it.inside >= 0 && fast >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
-        const CallGroup group = call_group_of(e.op);
+        const CallGroup group = e.op == static_cast<uint8_t>(Op::Free) ? CallGroup::Freeing : CallGroup::Allocating;
         p2.exclusion.add(group, cls, it.inside >= 1, raw <= fast);
       }
       if (it.inside >= 0) {

@@ -160,7 +160,7 @@ void export_chrome(const std::filesystem::path& path, std::FILE* out, const Expo
     load.warn = [](std::string_view) {};  // the first load warned already
     load.on_events = [&](const format::EventsHeader& header, std::span<const format::Event> events) {
       for (const format::Event& e : events) {
-        if (e.op >= kOpSlots || (e.flags & format::kEvCarried)) continue;  // carried: not a timed call
+        if (e.op >= kOpSlots) continue;
         std::optional<uint64_t> size;
         if (e.bucket < kSizeBuckets) size = e.size;
         writer.call(header.thread_serial, e.op, e.flags & format::kEvFailed, e.start_tick, e.duration_ticks, size,

@@ -78,7 +78,7 @@ StackCostSource load_stack_costs(const std::filesystem::path& path, std::span<Tr
   LoadOptions load;
   load.on_events = [&](const format::EventsHeader& header, std::span<const format::Event> events) {
     for (const format::Event& e : events) {
-      if (e.op >= kOpSlots || (e.flags & format::kEvCarried)) continue;  // carried: not a timed call
+      if (e.op >= kOpSlots) continue;
       const bool known = e.bucket < kSizeBuckets;
       uint64_t size = e.size;
       if (known && size == 0xffffffffu) size = std::max<uint64_t>(size, bucket_lo(e.bucket));

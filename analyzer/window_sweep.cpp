@@ -32,7 +32,6 @@ void WindowSweep::add(uint32_t thread, std::span<const format::Event> events) {
   for (const format::Event& e : events) {
     const uint64_t window = e.start_tick >> config_.window_shift;
     if (settled_any_ && window <= last_settled_) {
-      if (e.flags & format::kEvCarried) continue;  // only ever a part of a settled window's time line
       ++totals_.late_events;
       const SweepItem late{e, thread, kUnknownInside};
       WindowInfo info;
@@ -183,10 +182,10 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
       if (n > 0) --n;
     }
   };
-  for (const Running& r : in_flight_) {
-    if (r.end <= ws) continue;
-    active_.push_back(r);
-    heap_.push_back(Point{r.end, ~0u});
+  for (const auto& [thread, end] : in_flight_) {
+    if (end <= ws) continue;
+    active_.emplace_back(end, thread);
+    heap_.push_back(Point{end, ~0u});
     std::push_heap(heap_.begin(), heap_.end(), later_end);
     ++n;
   }
@@ -205,14 +204,14 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
     uint32_t others = 0;
     bool replaced = false;
     for (size_t i = 0; i < active_.size();) {
-      if (active_[i].end <= start) {
+      if (active_[i].first <= start) {
         active_[i] = active_.back();
         active_.pop_back();
         continue;
       }
-      if (active_[i].thread == item.thread) {
+      if (active_[i].second == item.thread) {
         if (!replaced) {
-          active_[i] = Running{end, item.thread};  // a thread runs one call at a time: this one replaces it
+          active_[i].first = end;  // a thread runs one call at a time: this one replaces it
           replaced = true;
         }
       } else {
@@ -220,7 +219,7 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
       }
       ++i;
     }
-    if (!replaced) active_.push_back(Running{end, item.thread});
+    if (!replaced) active_.emplace_back(end, item.thread);
     if (start >= lo && start < hi) {
       item.inside = static_cast<int32_t>(others);
       ++totals_.classified;
@@ -229,12 +228,9 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
   end_calls_until(~uint64_t{0});
 
   in_flight_.clear();
-  for (const Running& r : active_) {
-    if (r.end > hi) in_flight_.push_back(r);
+  for (const auto& [end, thread] : active_) {
+    if (end > hi) in_flight_.emplace_back(thread, end);
   }
-  // Carried calls (format::kEvCarried) were only there to be inside: the sink gets timed calls.
-  if (std::any_of(items.begin(), items.end(), [](const SweepItem& it) { return it.event.flags & format::kEvCarried; }))
-    std::erase_if(items, [](const SweepItem& it) { return it.event.flags & format::kEvCarried; });
   WindowInfo info;
   info.start = ws;
   info.contended_ticks = contended_clock;

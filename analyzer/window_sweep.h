@@ -22,10 +22,8 @@
 // trusted part of the window, [window start + trim, window end): during the first `trim` ticks a
 // thread may not have noticed the window yet (the shim checks the clock only every few calls
 // outside windows), so another thread's call there could be invisible.  Calls that began before
-// the window outside any timed window are seen when the shim recorded them as carried
-// (format::kEvCarried: a window check read the clock at their start, and a window opened before
-// they returned): they count as inside from their start, and are not passed to the sink, which
-// receives timed calls only.  Other calls that began outside every window remain invisible.
+// the window outside any timed window remain invisible: a thread blocked in such a call is not
+// counted until it returns.
 //
 // The sweep also measures, over the trusted parts, how long exactly n threads were inside, for
 // every n (ticks_at), and for each call the part of it, within trusted parts, during which at
@@ -124,12 +122,8 @@ class WindowSweep {
   uint64_t latest_start_ = 0;
   bool settled_any_ = false;
   uint64_t last_settled_ = 0;
-  struct Running {
-    uint64_t end;
-    uint32_t thread;
-  };
-  std::vector<Running> in_flight_;                        // calls still running after a window
-  std::vector<Running> active_;                           // scratch: calls in progress
+  std::vector<std::pair<uint32_t, uint64_t>> in_flight_;  // (thread, end) of calls still running
+  std::vector<std::pair<uint64_t, uint32_t>> active_;     // scratch: (end, thread)
   struct Point {
     uint64_t tick;   // the call's end
     uint32_t index;  // item index, or ~0u for a call carried over

@@ -196,9 +196,7 @@ Timing timing_decision(Slot* s) {
       t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
       store_shared(s->h.last_tick, now);
       if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);
-      // Untimed, but its start is known: if a window opens before it returns, it is recorded as
-      // carried into that window (record_if_carried).  Not when nothing is timed at all.
-      return Timing{c.window_len ? now : 0, false};
+      return Timing{0, false};
     }
     t.timing = 1;  // until next_close, the end of the window in_window found
   }
@@ -228,35 +226,8 @@ void finish_slow(Timing tm, uint64_t t1, const CallInfo& call) {
   }
   if (tm.timed) {
     record_timed(s, call, tm.t0, t1);
-  } else if (tm.t0 && g_trace) {
-    record_untimed(s, call, tm.t0);
   } else if (tm.t0) {
-    record_if_carried(s, call, tm.t0);
-  }
-}
-
-void record_if_carried(Slot* s, const CallInfo& call, uint64_t t0) {
-  const uint64_t t1 = ticks();
-  // The check at t0 found no window open, so next_open lay after t0 (in_window); only a call
-  // still running when it came is carried.  Nothing else of the call is recorded: no latency
-  // bin, no rusage, no stack.
-  if (t1 < t_ctx.next_open) return;
-  format::Event e{};
-  e.start_tick = t0;
-  const uint64_t d = t1 - t0;
-  e.duration_ticks = d > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(d);
-  e.flags = format::kEvCarried;
-  if (d > 0xffffffffu) e.flags |= format::kEvClamped;
-  if (call.failed) e.flags |= format::kEvFailed;
-  e.size = call.size > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(call.size);
-  e.op = static_cast<uint8_t>(call.op);
-  e.bucket = static_cast<uint8_t>(call.bucket);
-  if (!s->h.ring.push(e)) bump(s->h.events_dropped, 1);
-  store_shared(s->h.last_tick, t1);
-  if (s->h.ring.size() >= kRingEvents) {
-    const int saved = errno;
-    flush_buffers(s);
-    errno = saved;
+    record_untimed(s, call, tm.t0);
   }
 }
 

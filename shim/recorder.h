@@ -99,9 +99,6 @@ struct CallInfo {
   uint64_t old_addr;  // realloc's old block (trace mode)
 };
 void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1);
-// A call that a window check started outside the windows: recorded (format::kEvCarried) when a
-// window opened before it returned, so that the analyzer sees the thread inside from its start.
-void record_if_carried(Slot* s, const CallInfo& call, uint64_t t0);
 bool make_trace_room(Slot* s);   // flushes a full trace buffer; false (counted) if still full
 void trace_flush_due(Slot* s);   // the periodic flush
 
@@ -205,13 +202,10 @@ __attribute__((always_inline)) inline void finish(Timing tm, unsigned op, unsign
                                                   bool failed, const void* addr,
                                                   const void* old_addr = nullptr) {
   if (__builtin_expect(tm.t0 != 0 || failed, 0)) {
-    if (!tm.timed && !failed) {  // a trace's untimed call (the usual one in a trace), or a checked one
-      const CallInfo call{op, b, size, false, reinterpret_cast<uint64_t>(addr), reinterpret_cast<uint64_t>(old_addr)};
-      if (g_trace) {
-        record_untimed(t_ctx.slot, call, tm.t0);
-      } else {
-        record_if_carried(t_ctx.slot, call, tm.t0);
-      }
+    if (!tm.timed && !failed) {  // a trace's untimed call: the usual one in a trace
+      record_untimed(t_ctx.slot, CallInfo{op, b, size, false, reinterpret_cast<uint64_t>(addr),
+                                          reinterpret_cast<uint64_t>(old_addr)},
+                     tm.t0);
       return leave();
     }
     const uint64_t t1 = tm.timed ? ticks() : 0;

@@ -186,11 +186,6 @@ static_assert(sizeof(EventsHeader) == 16);
 constexpr uint16_t kEvFailed = 1u << 0;     // the call failed
 constexpr uint16_t kEvClamped = 1u << 1;    // duration did not fit in 32 bits: clamped
 constexpr uint16_t kEvRusage = 1u << 2;     // the rusage fields below are valid
-// The call began outside the timing windows (a window check read the clock at its start) and was
-// still running when a window opened: a thread inside the allocator since before the window,
-// usually waiting.  Recorded for the time line of who was inside, never as a timed call: its
-// duration is no sample of what calls cost (a long call is likelier to span a window's start).
-constexpr uint16_t kEvCarried = 1u << 3;
 // One timed call.  When kEvRusage is set, the thread's rusage was read right before and after
 // the call: cpu_us = (utime+stime) delta, and the voluntary/involuntary context switches and
 // minor faults during the call (each saturated at its field's maximum).
