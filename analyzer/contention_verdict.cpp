@@ -51,6 +51,7 @@ ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
     const double met = static_cast<double>(c.met);
     m.met += c.met;
     m.alone += c.alone;
+    m.alone_fast += c.alone_fast;
     m.expected_fast += met * p;
     m.observed_fast += c.met_fast;
     // Var(observed - expected): the met calls' binomial spread plus that of the estimate of p.

@@ -53,6 +53,7 @@ struct ExclusionMeasure {
   uint64_t met = 0, alone = 0;            // timed calls placed on the time line, of classes with a reference
   double expected_fast = 0;               // met calls expected fast from their classes' alone calls
   uint64_t observed_fast = 0;             // met calls that were fast
+  uint64_t alone_fast = 0;                // alone calls that were fast
   std::optional<double> ratio;            // observed / expected; null: too little to measure
   double low = 0, high = 0;               // ratio ± 2 standard errors
   double contended_share = 0;             // of met calls, in classes that are clearly excluded (R_c + 3σ < 0.6)

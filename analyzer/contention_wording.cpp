@@ -29,6 +29,11 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  "alone in the same size classes (1: threads do not wait for each other; near 0: they "
                                  "wait for each other's calls); bounds {:.2f}–{:.2f}",
                                  *a.ratio, a.low, a.high)});
+    items.push_back({"met_fast_share", static_cast<double>(a.observed_fast) / static_cast<double>(a.met),
+                     "of the allocating calls that met another thread, the share that was fast (at most 1.3 times "
+                     "the 5th percentile of its operation and size)"});
+    items.push_back({"alone_fast_share", static_cast<double>(a.alone_fast) / static_cast<double>(a.alone),
+                     "of the allocating calls made alone, the share that was fast"});
     items.push_back({"classes_excluded", a.contended_share,
                      "share of those calls in size classes where calls clearly wait for each other"});
     items.push_back({"classes_parallel", a.uncontended_share,
