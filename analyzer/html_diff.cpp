@@ -192,7 +192,7 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
   }
   html += "</div>";
   page.section("Latency per size, BASE and OTHER",
-               "Timed calls per latency bin, as measured (probe included), BASE in blue and OTHER in amber; both axes "
+               "Timed calls per latency bin, as measured (probe included), BASE in blue and OTHER in teal (the page's legend); both axes "
                "are logarithmic and shared by the panels. The sizes whose time changed most.",
                html);
 }
