@@ -129,7 +129,8 @@ void add_threads(HtmlPage& page, const CostReport& r) {
   bars.series = split_series();
   for (const auto* t : rows) {
     bars.rows.push_back({fmt::format("thread {}", t->serial), split_values(t->split),
-                         fmt::format("{} · {} of its life", format_duration_ns(t->time_ns), pct(t->share)), ""});
+                         fmt::format("{} · {} of its life", format_duration_ns(t->time_ns), pct(t->share)), "",
+                         t->error_ns});
   }
   std::vector<std::vector<std::string>> inside{{"threads inside", "timed calls", "mean", "p50", "p99", "vs alone"}};
   for (const auto& row : r.contention.by_inside) {

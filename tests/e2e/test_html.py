@@ -48,7 +48,10 @@ PROBE = r"""
       domain_right: (() => { const d = s.querySelector('g.x-axis .domain'); return d ? d.getBBox().x + d.getBBox().width : null; })(),
       max_marks: [...s.querySelectorAll('rect.max-mark')].map(r => ({x: r.getBBox().x, title: title(r)})),
       rows: [...s.querySelectorAll('g.bar')].map(g => ({
-        label: g.previousElementSibling ? g.previousElementSibling.textContent : '', width: box(g)[0]})),
+        label: g.previousElementSibling ? g.previousElementSibling.textContent : '', width: box(g)[0],
+        y: g.getBBox().y})),
+      error_bars: [...s.querySelectorAll('g.error-bar')].map(g => ({x: g.getBBox().x, width: g.getBBox().width,
+                                                                    y: g.getBBox().y + g.getBBox().height / 2})),
       marks: [...s.querySelectorAll('rect.seg, rect.step')].map(r => ({
         cls: r.getAttribute('class'), title: title(r), size: box(r)})),
       paths: [...s.querySelectorAll('path')].map(p => ({cls: p.getAttribute('class'), size: box(p)})),
@@ -218,6 +221,16 @@ class HtmlPages(E2ETestCase):
                     self.assertAlmostEqual(r["width"], expected, delta=1.5 + 0.02 * expected, msg=r["label"])
                 for m in bars["marks"]:
                     self.assertRegex(m["title"], r": (fast path|slow but running|waiting \(blocked\)) ")
+                # Each class's ± bound as an error bar across the end of its bar, 2 × error wide.
+                errors = {c["label"]: c["time_error_ns"] for c in j["classes"]}
+                unit = widest["width"] / times[widest["label"]]
+                for r in rows:
+                    bar = [e for e in bars["error_bars"] if r["y"] <= e["y"] <= r["y"] + 12]
+                    if errors[r["label"]] * unit < 1:
+                        continue  # under a pixel: there may be nothing to see
+                    self.assertEqual(len(bar), 1, r["label"])
+                    half = min(errors[r["label"]], times[r["label"]]) + errors[r["label"]]
+                    self.assertAlmostEqual(bar[0]["width"], half * unit, delta=1.5 + 0.03 * half * unit, msg=r["label"])
 
     def test_report_histograms_on_log_axes(self):
         for libc in ("glibc", "musl"):
