@@ -119,16 +119,17 @@ int export_command(CommandArgs args) {
 
   refuse_overwrite(output, force);  // before the analysis
 
+  const auto nothing_to_export = [&file] {
+    return std::runtime_error(fmt::format(
+        "{}: nothing to export: the profile holds no trace and no timed calls (record it with --trace, or "
+        "without --sample 0)",
+        file));
+  };
   std::string data;
   std::optional<Profile> profile;
   if (format == "chrome") {
     profile = load_profile(file);
-    if (profile->trace_chunks.empty() && profile->events_read == 0) {
-      throw std::runtime_error(fmt::format(
-          "{}: nothing to export: the profile holds no trace and no timed calls (record it with --trace, "
-          "or without --sample 0)",
-          file));
-    }
+    if (profile->trace_chunks.empty() && profile->events_read == 0) throw nothing_to_export();
     if (!options.threads.empty()) {
       std::string known;
       bool any = false;
@@ -152,20 +153,15 @@ int export_command(CommandArgs args) {
       on_events = [&sample](const format::EventsHeader& h, std::span<const format::Event> e) { sample->events(h, e); };
     }
     const StackCostSource src = load_stack_costs(file, extra, on_events);
+    if (src.costs.empty()) throw nothing_to_export();
     data = format == "folded" ? export_folded(src, options, sample ? &*sample : nullptr) : export_pprof(src, options);
-    if (format == "folded" && !src.costs.empty()) {
+    if (format == "folded") {
       const FoldedWeights w = folded_weights(src, options, sample ? &*sample : nullptr);
       fmt::print(stderr, "allocscope: export: {} of {} calls carry a stack; {}: {:.0f} % of the weight is under "
                  "stacks\n", w.sampled_calls, w.calls,
                  sample ? "each stands for the calls it represents (--unscaled: for itself alone)"
                         : "each weighs the calls that carry it",
                  w.total ? 100.0 * static_cast<double>(w.under_stacks) / static_cast<double>(w.total) : 0.0);
-    }
-    if (src.costs.empty()) {
-      throw std::runtime_error(fmt::format(
-          "{}: nothing to export: the profile holds no trace and no timed calls (record it with --trace, "
-          "or without --sample 0)",
-          file));
     }
   }
 
