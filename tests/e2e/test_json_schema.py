@@ -1,7 +1,7 @@
 """Every command's JSON, validated against its JSON Schema in docs/schema/ (docs/json.md).
 
-The profiles cover what changes the documents: sampled runs under glibc and musl, traces with
-call stacks, a profile recorded with --sample 0, and a trace of every entry point of the
+The profiles cover what changes the documents: sampled runs under glibc and musl (one with call
+stacks), traces with call stacks, a profile recorded with --sample 0, and a trace of every entry point of the
 allocator (tests/targets/alloc_family.c).  The schemas forbid keys they do not describe
 ("additionalProperties": false), so a key added without its description fails here; every
 property of every schema must carry a description.  Beyond the schemas: each document's first
@@ -74,6 +74,7 @@ class JsonSchemas(E2ETestCase):
             "musl": (["--sample", "16"], "harness-musl", ["2", "30000"]),
             "trace": (["--trace", "--stacks"], "harness-glibc", ["2", "30000"]),
             "trace-musl": (["--trace", "--stacks"], "harness-musl", ["2", "30000"]),
+            "stacks": (["--stacks=4", "--sample", "4"], "harness-glibc", ["2", "20000"]),
             "counted": (["--sample", "0"], "harness-glibc", ["1", "2000"]),
             "family": (["--trace", "--stacks=1", "--sample", "1"], "alloc_family-glibc", []),
         }
@@ -112,7 +113,7 @@ class JsonSchemas(E2ETestCase):
         return docs
 
     def test_report(self):
-        for name in ("glibc", "musl", "trace", "counted", "family"):
+        for name in ("glibc", "musl", "trace", "stacks", "counted", "family"):
             for by in ("class", "bucket", "thread", "shape", "callsite"):
                 with self.subTest(profile=name, by=by):
                     self.check("report", "report", "--json", "--by", by, self.p[name])
