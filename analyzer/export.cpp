@@ -158,11 +158,16 @@ int export_command(CommandArgs args) {
     data = format == "folded" ? export_folded(src, options, sample ? &*sample : nullptr) : export_pprof(src, options);
     if (format == "folded") {
       const FoldedWeights w = folded_weights(src, options, sample ? &*sample : nullptr);
-      fmt::print(stderr, "allocscope: export: {} of {} calls carry a stack; {}: {:.0f} % of the weight is under "
-                 "stacks\n", w.sampled_calls, w.calls,
-                 sample ? "each stands for the calls it represents (--unscaled: for itself alone)"
-                        : "each weighs the calls that carry it",
-                 w.total ? 100.0 * static_cast<double>(w.under_stacks) / static_cast<double>(w.total) : 0.0);
+      if (w.sampled_calls == 0) {
+        fmt::print(stderr, "allocscope: export: none of the {} calls carries a stack: every line is [no stack] "
+                   "(record with --stacks)\n", w.calls);
+      } else {
+        fmt::print(stderr, "allocscope: export: {} of {} calls carry a stack; {}: {:.0f} % of the weight is under "
+                   "stacks\n", w.sampled_calls, w.calls,
+                   sample ? "each stands for the calls it represents (--unscaled: for itself alone)"
+                          : "each weighs the calls that carry it",
+                   w.total ? 100.0 * static_cast<double>(w.under_stacks) / static_cast<double>(w.total) : 0.0);
+      }
     }
   }
 
