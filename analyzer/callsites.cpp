@@ -213,6 +213,7 @@ std::string callsites_json(const CallSiteReport& r) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
+  w.field("schema", "allocscope-callsites/1");
   w.field("file", r.file).field("program", r.program).field("trace", r.trace);
   w.field("class_table", r.class_table).field("calls", r.calls);
   write_callsite_fields(w, r);

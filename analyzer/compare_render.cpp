@@ -178,7 +178,7 @@ std::string compare_json(const CompareResult& r) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
-  w.field("schema", "allocscope-compare/1");
+  w.field("schema", "allocscope-compare/2");
   w.key("command").begin_array();
   for (const auto& arg : r.command) w.value(arg);
   w.end_array();
@@ -194,7 +194,7 @@ std::string compare_json(const CompareResult& r) {
     w.field("allocator_library", row.spec.allocator ? std::optional<std::string>(row.spec.allocator->string())
                                                     : std::nullopt);
     w.field("allocator_seen", row.allocator_seen.empty() ? std::optional<std::string>() : row.allocator_seen);
-    w.field("wall_s", rounded(row.wall_ns / 1e9, 1e6));
+    w.field("wall_ns", static_cast<int64_t>(std::llround(row.wall_ns)));
     w.field("maxrss_kb", static_cast<int64_t>(std::llround(row.maxrss_kb)));
     w.field("delta_pct", rounded(row.delta_pct, 1e2));
     w.field("allocator_share", rounded(row.allocator_share, 1e4));
@@ -229,7 +229,7 @@ std::string compare_json(const CompareResult& r) {
     w.key("runs").begin_array();
     for (const auto& run : row.runs) {
       w.begin_object();
-      w.field("round", run.round + 1).field("wall_s", rounded(run.wall_ns / 1e9, 1e6));
+      w.field("round", run.round + 1).field("wall_ns", static_cast<int64_t>(std::llround(run.wall_ns)));
       w.field("maxrss_kb", static_cast<int64_t>(run.maxrss_kb)).field("status", run.status);
       w.field("profile", run.profile ? std::optional<std::string>(run.profile->string()) : std::nullopt);
       w.end_object();
@@ -293,25 +293,27 @@ std::string compare_html(const CompareResult& r) {
 
   CompareBarTable bars;
   bars.label = "Wall time per row, with the allocator's share";
-  bars.share_names = {"allocator, running", "allocator, waiting"};
+  // The allocator's time split as report splits it, in the same colours (html_page.cpp).
+  bars.share_names = {"fast path", "slow but running", "waiting (blocked)"};
   for (const auto& row : r.rows) {
     CompareBarRow bar;
     bar.name = row_label(row);
     if (row.ok_runs > 0 || row.wall_ns > 0) bar.wall_ns = row.wall_ns;
     const double share = row.allocator_share.value_or(0.0);
     const double wait = row.wait_share.value_or(0.0);
-    bar.shares = {share * (1 - wait), share * wait};
+    const double slow = std::min(row.slow_share.value_or(0.0), std::max(0.0, 1 - wait));
+    bar.shares = {share * (1 - wait - slow), share * slow, share * wait};
     bars.rows.push_back(std::move(bar));
   }
   page.section("Wall time per row",
                "Each bar is a row's median wall time; its first parts are the allocator's estimated "
-               "share of the threads' time (running, then blocked waiting), drawn as that fraction of "
-               "the bar.",
+               "share of the threads' time (fast path, slow but running, then blocked waiting), drawn "
+               "as that fraction of the bar.",
                compare_bars_html(bars));
 
   std::vector<std::vector<std::string>> table{kColumns};
   for (size_t i = 0; i < r.rows.size(); ++i) table.push_back(cells(r.rows[i], i == 0, true));
-  page.section("The table", footnote(r), html_table(table));
+  page.section("The table", footnote(r), html_table(table, true));
 
   const auto notes = all_notes(r);
   if (!notes.empty()) {

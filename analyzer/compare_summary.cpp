@@ -79,6 +79,7 @@ void analyze(CompareRow& row) {
     }
     row.allocator_share = report.allocator_share;
     row.wait_share = report.contention.wait_share;
+    if (report.allocator_time_ns > 0) row.slow_share = report.split.slow_ns / report.allocator_time_ns;
     row.contention = report.contention.verdict;
     if (report.thread_time_ns > 0) row.allocator_error_share = report.allocator_error_ns / report.thread_time_ns;
     std::vector<const ClassRow*> classes;

@@ -356,8 +356,15 @@ Verdict make_verdict(const CostReport& r) {
   const double total = r.split.total();
   if (r.calls == 0 || total <= 0) {
     v.dominant = "none";
-    v.text = r.calls == 0 ? "No allocator calls were recorded."
-                          : "No call was timed: record with sampling (--sample N, N >= 1) to see where the time goes.";
+    if (r.calls == 0) {
+      v.text = "No allocator calls were recorded.";
+    } else if (r.sample_every == 0) {
+      v.text = "No call was timed: record with sampling (--sample N, N >= 1) to see where the time goes.";
+    } else {
+      v.text = fmt::format("No call was timed: sampling timed calls during 1/{} of the time, and none fell in a "
+                           "timing window; record with a smaller --sample N (1 times every call).",
+                           r.sample_every);
+    }
     return v;
   }
   const Contention& c = r.contention;

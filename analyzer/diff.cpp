@@ -24,7 +24,7 @@ namespace allocscope {
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: allocscope diff BASE OTHER [--json | --html OUT.html]\n"
+    "usage: allocscope diff BASE OTHER [--json | --html OUT.html [--force]]\n"
     "\n"
     "Compares two profiles of the same workload (say glibc's malloc and musl's): how much of the\n"
     "difference in run time the allocator explains, split into more calls / slower calls and\n"
@@ -33,7 +33,9 @@ constexpr std::string_view kUsage =
     "comes from.\n"
     "\n"
     "  --json        one JSON document\n"
-    "  --html OUT    write a self-contained HTML page with plots to OUT instead\n";
+    "  --html OUT    write a self-contained HTML page with plots to OUT instead\n"
+    "  --force       overwrite OUT if it exists (without it, an existing OUT is an error)\n"
+    "  -h, --help    this help\n";
 
 // Page faults: from the threads' rusage, less those taken inside allocator calls (estimated from
 // the calls that sampled rusage around themselves).
@@ -66,6 +68,7 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   RunSide s;
   s.file = r.file;
   s.program = r.program;
+  s.args = r.args;
   s.libc = r.libc;
   s.allocator = r.allocator;
   s.wall_ns = r.wall_ns;
@@ -106,9 +109,32 @@ std::string signed_dur(double ns) {
 
 std::string pct(double share) { return fmt::format("{:.0f} %", 100 * share); }
 
-std::string make_verdict(const DiffReport& d) {
+// The largest component of the allocator's change, in the direction of the gap: its amount, its
+// words in the verdict and its name in `verdict.dominant`.
+struct DiffPart {
+  double ns;
+  const char* words;
+  const char* name;
+};
+
+DiffPart largest_part(const DiffReport& d) {
+  const bool slower = d.measured_delta_ns > 0;
+  const DiffPart parts[] = {{d.split_delta.wait_ns, "waiting (blocked)", "waiting"},
+                            {d.split_delta.slow_ns, "slow but running", "slow"},
+                            {d.split_delta.fast_ns, "fast path", "fast"},
+                            {d.faults_delta_ns, "page faults outside calls", "faults"}};
+  return *std::max_element(std::begin(parts), std::end(parts), [&](auto& a, auto& b) {
+    return (slower ? a.ns : -a.ns) < (slower ? b.ns : -b.ns);
+  });
+}
+
+bool same_thread_time(const DiffReport& d) {
   const double base_time = d.base.thread_time_ns;
-  if (base_time > 0 && std::fabs(d.measured_delta_ns) < 0.02 * base_time) {
+  return base_time > 0 && std::fabs(d.measured_delta_ns) < 0.02 * base_time;
+}
+
+std::string make_verdict(const DiffReport& d) {
+  if (same_thread_time(d)) {
     return fmt::format("The two runs take the same thread time within 2 % ({}): there is no gap "
                        "to attribute; the allocator's own difference is {}.",
                        signed_dur(d.measured_delta_ns), signed_dur(d.attributed_delta_ns));
@@ -121,15 +147,8 @@ std::string make_verdict(const DiffReport& d) {
   if (!d.coverage) return text + ".";
   const double c = *d.coverage;
   text += fmt::format("; the allocator accounts for {} of it ({}", pct(c), signed_dur(d.attributed_delta_ns));
-  // The largest component of the allocator's change.
-  const std::pair<double, const char*> parts[] = {{d.split_delta.wait_ns, "waiting (blocked)"},
-                                                  {d.split_delta.slow_ns, "slow but running"},
-                                                  {d.split_delta.fast_ns, "fast path"},
-                                                  {d.faults_delta_ns, "page faults outside calls"}};
-  const auto* top = std::max_element(std::begin(parts), std::end(parts), [&](auto& a, auto& b) {
-    return (slower ? a.first : -a.first) < (slower ? b.first : -b.first);
-  });
-  text += fmt::format(", mostly {} {})", top->second, signed_dur(top->first));
+  const DiffPart top = largest_part(d);
+  text += fmt::format(", mostly {} {})", top.words, signed_dur(top.ns));
   const DiffRow* row = nullptr;
   for (const auto& r : d.rows)
     if (!row || (slower ? r.delta_ns > row->delta_ns : r.delta_ns < row->delta_ns)) row = &r;
@@ -232,8 +251,33 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
     }
   }
   d.verdict = make_verdict(d);
+  d.verdict_dominant = same_thread_time(d) || !d.coverage ? "none" : largest_part(d).name;
   attribute_to_shapes(d, rb, ro);
   return d;
+}
+
+std::vector<std::string> workload_warnings(const DiffReport& d) {
+  std::vector<std::string> warnings;
+  // The arguments after argv[0] (which names the program, compared apart).
+  auto operands = [](const std::vector<std::string>& args) {
+    return args.empty() ? args : std::vector<std::string>(args.begin() + 1, args.end());
+  };
+  auto quoted = [](const std::vector<std::string>& args) {
+    std::string text;
+    for (const auto& a : args) text += (text.empty() ? "" : " ") + a;
+    return "'" + text + "'";
+  };
+  if (d.base.program != d.other.program && d.base.libc == d.other.libc) {
+    warnings.push_back(fmt::format("BASE and OTHER are different programs ({} and {}) on the same libc: the "
+                                   "difference may be the workload's, not the allocator's",
+                                   d.base.program, d.other.program));
+  }
+  if (operands(d.base.args) != operands(d.other.args)) {
+    warnings.push_back(fmt::format("BASE and OTHER ran with different arguments ({} and {}): the difference "
+                                   "may be the workload's, not the allocator's",
+                                   quoted(operands(d.base.args)), quoted(operands(d.other.args))));
+  }
+  return warnings;
 }
 
 std::string diff_text(const DiffReport& d) {
@@ -313,41 +357,62 @@ std::string diff_text(const DiffReport& d) {
   return out;
 }
 
+namespace {
+
+// JSON durations are integer nanoseconds (signed for differences), shares fractions to 4 decimals.
+int64_t json_ns(double v) { return std::isfinite(v) ? static_cast<int64_t>(std::llround(v)) : 0; }
+std::optional<int64_t> json_ns(const std::optional<double>& v) {
+  return v ? std::optional<int64_t>(json_ns(*v)) : std::nullopt;
+}
+std::optional<double> json_fraction(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v)) return std::nullopt;
+  return std::round(*v * 1e4) / 1e4;
+}
+
+}  // namespace
+
 std::string diff_json(const DiffReport& d) {
   std::string out;
   JsonWriter w(out);
   auto side = [&](const char* name, const RunSide& s) {
     w.key(name).begin_object();
-    w.field("file", s.file).field("program", s.program).field("libc", s.libc).field("allocator", s.allocator);
-    w.field("wall_ns", s.wall_ns).field("thread_time_ns", s.thread_time_ns);
-    w.field("allocator_time_ns", s.allocator_time_ns).field("allocator_error_ns", s.allocator_error_ns);
-    w.field("fast_ns", s.split.fast_ns).field("slow_ns", s.split.slow_ns).field("wait_ns", s.split.wait_ns);
-    w.field("calls", s.calls).field("minor_faults", s.minor_faults).field("faults_in_calls", s.faults_in_calls);
-    w.field("minor_fault_ns", s.fault_ns).field("outside_fault_ns", s.outside_fault_ns);
-    w.field("wait_share", s.wait_share);
+    w.field("file", s.file).field("program", s.program);
+    w.key("args").begin_array();
+    for (const auto& arg : s.args) w.value(arg);
+    w.end_array();
+    w.field("libc", s.libc).field("allocator", s.allocator);
+    w.field("wall_ns", json_ns(s.wall_ns)).field("thread_time_ns", json_ns(s.thread_time_ns));
+    w.field("allocator_time_ns", json_ns(s.allocator_time_ns)).field("allocator_error_ns", json_ns(s.allocator_error_ns));
+    w.field("fast_ns", json_ns(s.split.fast_ns)).field("slow_ns", json_ns(s.split.slow_ns));
+    w.field("wait_ns", json_ns(s.split.wait_ns));
+    w.field("calls", s.calls).field("minor_faults", s.minor_faults);
+    w.field("faults_in_calls", static_cast<uint64_t>(std::llround(std::max(0.0, s.faults_in_calls))));
+    w.field("minor_fault_ns", json_ns(s.fault_ns)).field("outside_fault_ns", json_ns(s.outside_fault_ns));
+    w.field("wait_share", json_fraction(s.wait_share));
     w.key("contention").begin_object();
     write_contention_verdict(w, s.contention);
     w.end_object();
     w.end_object();
   };
   w.begin_object();
+  w.field("schema", "allocscope-diff/1");
   side("base", d.base);
   side("other", d.other);
-  w.field("measured_delta_ns", d.measured_delta_ns);
-  w.field("attributed_delta_ns", d.attributed_delta_ns);
-  w.field("coverage", d.coverage);
-  w.field("calls_delta_ns", d.calls_delta_ns).field("calls_error_ns", d.calls_error_ns);
-  w.field("faults_delta_ns", d.faults_delta_ns);
-  w.field("fast_delta_ns", d.split_delta.fast_ns).field("slow_delta_ns", d.split_delta.slow_ns);
-  w.field("wait_delta_ns", d.split_delta.wait_ns);
+  w.field("measured_delta_ns", json_ns(d.measured_delta_ns));
+  w.field("attributed_delta_ns", json_ns(d.attributed_delta_ns));
+  w.field("coverage", json_fraction(d.coverage));
+  w.field("calls_delta_ns", json_ns(d.calls_delta_ns)).field("calls_error_ns", json_ns(d.calls_error_ns));
+  w.field("faults_delta_ns", json_ns(d.faults_delta_ns));
+  w.field("fast_delta_ns", json_ns(d.split_delta.fast_ns)).field("slow_delta_ns", json_ns(d.split_delta.slow_ns));
+  w.field("wait_delta_ns", json_ns(d.split_delta.wait_ns));
   w.key("wall").begin_object();
-  w.field("measured_delta_ns", d.wall_measured_delta_ns);
-  w.field("attributed_delta_ns", d.wall_attributed_delta_ns);
-  w.field("coverage", d.wall_coverage);
+  w.field("measured_delta_ns", json_ns(d.wall_measured_delta_ns));
+  w.field("attributed_delta_ns", json_ns(d.wall_attributed_delta_ns));
+  w.field("coverage", json_fraction(d.wall_coverage));
   w.end_object();
   w.key("ops").begin_object();
   for (unsigned op = 0; op < kOps; ++op) {
-    if (d.delta_by_op[op] != 0) w.field(op_name(op), d.delta_by_op[op]);
+    if (d.delta_by_op[op] != 0) w.field(op_name(op), json_ns(d.delta_by_op[op]));
   }
   w.end_object();
   w.key("classes").begin_array();
@@ -360,15 +425,18 @@ std::string diff_json(const DiffReport& d) {
     }
     w.field("size_known", r.size_known).field("label", r.label);
     w.field("calls_base", r.calls_base).field("calls_other", r.calls_other);
-    w.field("time_base_ns", r.time_base_ns).field("time_other_ns", r.time_other_ns);
-    w.field("delta_ns", r.delta_ns).field("more_calls_ns", r.more_calls_ns);
-    w.field("slower_calls_ns", r.slower_calls_ns);
-    w.field("fast_delta_ns", r.split_delta.fast_ns).field("slow_delta_ns", r.split_delta.slow_ns);
-    w.field("wait_delta_ns", r.split_delta.wait_ns);
+    w.field("time_base_ns", json_ns(r.time_base_ns)).field("time_other_ns", json_ns(r.time_other_ns));
+    w.field("delta_ns", json_ns(r.delta_ns)).field("more_calls_ns", json_ns(r.more_calls_ns));
+    w.field("slower_calls_ns", json_ns(r.slower_calls_ns));
+    w.field("fast_delta_ns", json_ns(r.split_delta.fast_ns)).field("slow_delta_ns", json_ns(r.split_delta.slow_ns));
+    w.field("wait_delta_ns", json_ns(r.split_delta.wait_ns));
     w.end_object();
   }
   w.end_array();
-  w.field("verdict", d.verdict);
+  w.key("verdict").begin_object().field("dominant", d.verdict_dominant).field("text", d.verdict).end_object();
+  w.key("warnings").begin_array();
+  for (const auto& warning : workload_warnings(d)) w.value(warning);
+  w.end_array();
   w.key("shape_gap");
   if (d.shape_gap) {
     write_shape_gap(w, *d.shape_gap);
@@ -383,7 +451,7 @@ std::string diff_json(const DiffReport& d) {
 
 int diff_command(CommandArgs args) {
   std::vector<std::string> files;
-  bool json = false;
+  bool json = false, force = false;
   std::string html;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -396,6 +464,8 @@ int diff_command(CommandArgs args) {
     } else if (a == "--html") {
       if (i + 1 >= args.size()) throw UsageError("diff: --html needs an output file");
       html = args[++i];
+    } else if (a == "--force") {
+      force = true;
     } else if (a.rfind("--html=", 0) == 0) {
       html = a.substr(7);
     } else if (!a.empty() && a[0] == '-') {
@@ -406,17 +476,22 @@ int diff_command(CommandArgs args) {
   }
   if (files.size() != 2) throw UsageError("diff: needs two profiles, BASE and OTHER");
   if (json && !html.empty()) throw UsageError("diff: --json and --html do not go together");
+  if (force && html.empty()) throw UsageError("diff: --force goes with --html");
   if (!html.empty()) {
+    refuse_overwrite(html, force);  // before the analysis
     CostOptions options;
     options.by = ReportGrouping::Bucket;
     const auto [base, other] = side_by_side([&] { return analyze_profile(files[0], options); },
                                             [&] { return analyze_profile(files[1], options); });
-    const std::string page = diff_html(diff_reports(base, other), base, other);
-    write_html_file(html, page);
+    const DiffReport d = diff_reports(base, other);
+    for (const auto& warning : workload_warnings(d)) fmt::print(stderr, "allocscope: warning: {}\n", warning);
+    const std::string page = diff_html(d, base, other);
+    write_html_file(html, page, force);
     fmt::print(stderr, "allocscope: wrote {} ({} KiB)\n", html, (page.size() + 1023) / 1024);
     return 0;
   }
   const DiffReport d = diff_profiles(files[0], files[1]);
+  for (const auto& warning : workload_warnings(d)) fmt::print(stderr, "allocscope: warning: {}\n", warning);
   fmt::print("{}", json ? diff_json(d) : diff_text(d));
   return 0;
 }

@@ -41,6 +41,7 @@ struct DiffRow {
 
 struct RunSide {
   std::string file, program, libc, allocator;
+  std::vector<std::string> args;         // the program's argv
   std::optional<double> wall_ns;
   double thread_time_ns = 0;             // lifetimes of the threads with >= 1 % of the calls
   double allocator_time_ns = 0, allocator_error_ns = 0;
@@ -67,6 +68,8 @@ struct DiffReport {
   std::optional<double> coverage;        // attributed / measured (thread time)
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
   std::string verdict;
+  std::string verdict_dominant;          // the largest part of the allocator's change in the gap's
+                                         // direction: waiting, slow, fast, faults; none without a gap
   std::optional<ShapeGap> shape_gap;     // both profiles are traces
   std::string shape_note;                // otherwise: why there is no attribution to shapes
 };
@@ -75,6 +78,9 @@ DiffReport diff_profiles(const std::filesystem::path& base, const std::filesyste
 // The same from the two runs' reports, analyzed by bucket (the common grid); their files are read
 // again for page-fault evidence.
 DiffReport diff_reports(const CostReport& base, const CostReport& other);
+// Why the two runs may not be the same workload: their arguments differ, or their programs do
+// while their C libraries are the same (a program built once per libc is expected to differ).
+std::vector<std::string> workload_warnings(const DiffReport& diff);
 std::string diff_text(const DiffReport& diff);
 std::string diff_json(const DiffReport& diff);
 

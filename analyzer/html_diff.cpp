@@ -130,9 +130,10 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
     const auto& [b, o] = pairs[i];
     const std::string label = b ? b->label : o->label;
     bars.rows.push_back({label + " BASE", b ? split_values(b->split) : std::vector<double>{0, 0, 0},
-                         b ? format_duration_ns(b->time_ns) : "-", ""});
+                         b ? format_duration_ns(b->time_ns) : "-", "", b ? std::optional(b->error_ns) : std::nullopt});
     bars.rows.push_back({label + " OTHER", o ? split_values(o->split) : std::vector<double>{0, 0, 0},
-                         o ? format_duration_ns(o->time_ns) : "-", "muted"});
+                         o ? format_duration_ns(o->time_ns) : "-", "muted",
+                         o ? std::optional(o->error_ns) : std::nullopt});
   }
   std::vector<std::vector<std::string>> totals{{"", "BASE", "OTHER", "OTHER − BASE"}};
   totals.push_back({"wall time", optional_duration(d.base.wall_ns), optional_duration(d.other.wall_ns),
@@ -192,7 +193,7 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
   }
   html += "</div>";
   page.section("Latency per size, BASE and OTHER",
-               "Timed calls per latency bin, as measured (probe included), BASE in blue and OTHER in amber; both axes "
+               "Timed calls per latency bin, as measured (probe included), BASE in blue and OTHER in teal (the page's legend); both axes "
                "are logarithmic and shared by the panels. The sizes whose time changed most.",
                html);
 }

@@ -113,7 +113,8 @@ void write_contention(JsonWriter& w, const CostReport& r) {
 
 void write_model(JsonWriter& w, const ModelNotes& m) {
   w.key("model").begin_object();
-  w.field("probe_overhead_ns", ns(m.probe_overhead_ns)).field("window_trim_ns", ns(m.window_trim_ns));
+  // Picoseconds: the overhead is often below a nanosecond, which integer ns would round to 0.
+  w.field("probe_overhead_ps", ns(m.probe_overhead_ns * 1000)).field("window_trim_ns", ns(m.window_trim_ns));
   w.field("block_threshold_ns", ns(m.block_threshold_ns));
   w.field("events", m.events).field("events_dropped", m.events_dropped).field("late_events", m.late_events);
   w.field("windows", m.windows).field("rusage_samples", m.rusage_samples).field("rusage_blocked", m.rusage_blocked);

@@ -326,7 +326,9 @@ void write_shape_fields(JsonWriter& w, const ShapeReport& r) {
   w.field("contended_ns", cs.contended_ns).field("mean_inside", cs.mean_inside);
   w.field("serialization_index", cs.serialization_index).field("si_calls", cs.si_calls);
   w.field("alone_calls", cs.alone_calls).field("contended_calls", cs.contended_calls);
-  w.field("overhead_ns", cs.overhead_ns).field("untimed_calls", cs.untimed_calls);
+  // Picoseconds: the probe overhead summed over calls can be below a nanosecond.
+  w.field("overhead_ps", static_cast<uint64_t>(std::llround(std::max(0.0, cs.overhead_ns) * 1000)));
+  w.field("untimed_calls", cs.untimed_calls);
   w.key("time_at_ns").begin_array();
   for (uint64_t ns : cs.time_at_ns) w.value(ns);
   w.end_array();
@@ -371,6 +373,7 @@ std::string shapes_json(const ShapeReport& r) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
+  w.field("schema", "allocscope-shapes/1");
   w.field("file", r.file).field("program", r.program).field("has_trace", r.trace);
   if (r.trace) {
     write_shape_fields(w, r);
@@ -714,6 +717,7 @@ int shapes_command(CommandArgs args) {
     std::string out;
     JsonWriter w(out);
     w.begin_object();
+    w.field("schema", "allocscope-shapes-gap/1");
     w.key("base").begin_object().field("file", base.file);
     write_shape_fields(w, base);
     w.end_object();
