@@ -79,6 +79,7 @@ enum class ContentionReason : uint8_t {
   MixedClasses,       // the ratio says exclusion, but some classes clearly run side by side
   Disturbed,          // met calls were fast more often than alone ones: the reference is disturbed
   Sleeping,           // the ratio says no exclusion, but sampled calls slept in the kernel
+  Masked,             // the ratio says no exclusion, but the met calls were mostly slow anyway
 };
 
 struct ContentionInputs {

@@ -101,6 +101,11 @@ std::string contention_reason(const ContentionVerdict& v) {
                          "{}): the calls made alone were slowed by calls the timing windows did not see, such as a "
                          "thread asleep inside the allocator since before the window",
                          ratio_text(a));
+    case ContentionReason::Masked:
+      return fmt::format("the exclusion ratio {} shows no waiting, but only {} of the calls that met another thread "
+                         "were fast: when calls are slow anyway, threads queued on a lock out of the timing "
+                         "windows' sight look the same",
+                         ratio_text(a), pct(static_cast<double>(a.observed_fast) / static_cast<double>(a.met)));
     case ContentionReason::Sleeping:
       return fmt::format("the exclusion ratio {} shows no waiting, but {} of {} sampled calls slept in the kernel: "
                          "a lock may be at work that the ratio does not see",
@@ -119,6 +124,7 @@ std::string contention_advice(const ContentionVerdict& v) {
              "threads allocating at the same time";
     case ContentionReason::Disturbed:
     case ContentionReason::Sleeping:
+    case ContentionReason::Masked:
       return "time every call (--sample 1), so that no call goes unseen";
     default:
       return "record a longer run or time more of it (--sample 8) so that the bounds narrow";
