@@ -568,7 +568,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       }
       const double fast = fast_ticks[cell_index(e.op, e.bucket)];
       if (it.inside >= 0 && fast >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
-        const CallGroup group = e.op == static_cast<uint8_t>(Op::Free) ? CallGroup::Freeing : CallGroup::Allocating;
+        const CallGroup group = releases(e.op) ? CallGroup::Freeing : CallGroup::Allocating;
         p2.exclusion.add(group, cls, it.inside >= 1, raw <= fast);
       }
       if (it.inside >= 0) {
@@ -833,7 +833,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     // Bytes and timed calls of every cell (a split may give a class bytes but no call).
     for (const auto& [k, tc] : cells[ti]) {
       ClassRow& cr = class_rows[k.cls];
-      if (k.op != static_cast<unsigned>(Op::Free) && k.op != static_cast<unsigned>(Op::MallocUsableSize)) {
+      if (!releases(k.op) && k.op != static_cast<unsigned>(Op::MallocUsableSize)) {
         cr.bytes += tc.counters.bytes;
       }
       cr.timed += tc.counters.timed;
@@ -996,6 +996,15 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
                                         "scaled down to it", notes.capped_threads));
   }
   if (r.sample_every == 0 && r.calls) notes.caveats.push_back("calls were counted but none timed (--sample 0)");
+  // What the shim said about calls it could not see (an allocator entry point defined ahead of it).
+  for (std::string_view note : profile.notes) {
+    for (size_t end; !note.empty(); note.remove_prefix(end + (end < note.size()))) {
+      end = std::min(note.find('\n'), note.size());
+      std::string_view line = note.substr(0, end);
+      if (line.starts_with("allocscope: ")) line.remove_prefix(12);
+      if (!line.empty()) notes.caveats.emplace_back(line);
+    }
+  }
   r.timeline = timeline.finish();
   r.model = std::move(notes);
   r.verdict = make_verdict(r);
