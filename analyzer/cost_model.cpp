@@ -17,6 +17,7 @@
 #include "format_names.h"
 #include "profile.h"
 #include "profile_reader.h"
+#include "release_classes.h"
 #include "thread_profile.h"
 #include "timeline.h"
 #include "trace_decode.h"
@@ -617,12 +618,19 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   const size_t n_threads = profile.threads.size();
   auto slot_of = [&](uint32_t cls) { return cls == kNoClass ? unknown_class : static_cast<size_t>(cls); };
 
-  // Each thread's (class, op) cells; frees whose size was not taken are apportioned to the classes
-  // of the thread's timed frees (else the process's), in proportion.
+  // Each thread's (class, op) cells.  Releases (free, delete, delete[]) count in the classes of
+  // the blocks they give back (release_classes.h); only in a profile without any allocating call
+  // are frees whose size was not taken apportioned to the classes of the thread's timed frees
+  // (else the process's), in proportion.
+  std::vector<ClassCellMap> split(n_threads);
+  for (size_t ti = 0; ti < n_threads; ++ti) split[ti] = split_cells(profile.threads[ti].cells, *table, &p1.sizes);
+  std::vector<const CellMap*> thread_cells(n_threads);
+  for (size_t ti = 0; ti < n_threads; ++ti) thread_cells[ti] = &profile.threads[ti].cells;
+  const ReleaseTotals release_totals = attribute_releases(split, thread_cells, *table);
   std::vector<std::map<ClassKeyOp, ThreadCell>> cells(n_threads);
   std::map<ClassKeyOp, Cell> pooled;  // over threads, before apportioning (weights of last resort)
   for (size_t ti = 0; ti < n_threads; ++ti) {
-    for (const auto& [key, cell] : split_cells(profile.threads[ti].cells, *table, &p1.sizes)) {
+    for (const auto& [key, cell] : split[ti]) {
       const ClassKeyOp k{static_cast<uint32_t>(slot_of(key.cls)), key.op};
       ThreadCell& tc = cells[ti][k];
       tc.counters.add(cell.counters);
@@ -970,6 +978,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
 
   // Notes on the model and the data.
   notes.probe_overhead_ns = to_ns(model.overhead);
+  notes.blocks_made = release_totals.blocks_made;
+  notes.blocks_released = release_totals.releases;
+  notes.unreleased_blocks = release_totals.unreleased();
   notes.window_trim_ns = to_ns(static_cast<double>(sweep_config.trim));
   notes.block_threshold_ns = to_ns(model.block_threshold);
   notes.events = profile.events_read;

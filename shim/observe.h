@@ -86,7 +86,8 @@ constexpr auto same = [](void* p) { return p; };
 
 constexpr auto is_null = [](void* p) { return p == nullptr; };
 
-// A call that gives `ptr` back, the full path.  Its bucket is that of `known` when the caller
+// A call that gives `ptr` back, the full path.  A null `ptr` (free(NULL)) gives back no block: it
+// is counted in bucket 0, with size 0.  Else its bucket is that of `known` when the caller
 // passes the block's request (a sized delete: has_known); else the block's usable size, asked of
 // the allocator — for every call with ALLOCSCOPE_FREE_SIZES=1 and in a trace that times every call
 // (before the timing starts, so that one clock read serves the decision and the start), else on
@@ -97,12 +98,12 @@ __attribute__((noinline)) void release_full(Op o, void* ptr, bool has_known, uin
                                             Real real) {
   Slot* s = enter();
   if (!s) return real();
-  const bool sized = has_known || __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
+  const bool sized = !ptr || has_known || __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
                      (g_trace && g_sampling.sample_every == 1);
-  uint64_t size = has_known ? known : sized && ptr ? g_real.malloc_usable_size(ptr) : 0;
+  uint64_t size = !ptr ? 0 : has_known ? known : sized ? g_real.malloc_usable_size(ptr) : 0;
   Timing tm = start_timing(s);
   if (!sized && tm.timed) {
-    size = ptr ? g_real.malloc_usable_size(ptr) : 0;
+    size = g_real.malloc_usable_size(ptr);
     tm.t0 = ticks();
   }
   const unsigned b = sized || tm.timed ? bucket_of(size) : kBucketUnknown;
@@ -120,7 +121,9 @@ __attribute__((always_inline)) inline void release(Op o, void* ptr, Real real,
                            __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
                            s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
     return release_full(o, ptr, has_known, known, real);
-  if (has_known) {
+  if (__builtin_expect(!ptr, 0)) {
+    bump(s->counters[op_index(o)][0].calls, 1);  // no block given back: bucket 0, size 0
+  } else if (has_known) {
     count_call(s, op_index(o), bucket_of(known), known);
   } else {
     bump(s->counters[op_index(o)][kBucketUnknown].calls, 1);  // size not taken: see release_full

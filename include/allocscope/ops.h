@@ -4,8 +4,9 @@
 // "Size" of an operation, as recorded:
 //   malloc/valloc/pvalloc: the request; calloc/reallocarray: n*size (saturated);
 //   realloc: the new size; posix_memalign/aligned_alloc/memalign: the request;
-//   free: the usable size of the block being freed (0 for free(NULL)), taken on timed calls
-//         (or on all, with ALLOCSCOPE_FREE_SIZES=1); otherwise the bucket is kBucketUnknown;
+//   free: the usable size of the block being freed, taken on timed calls (or on all, with
+//         ALLOCSCOPE_FREE_SIZES=1); otherwise the bucket is kBucketUnknown; free(NULL): 0, always
+//         (bucket 0: it gives back no block);
 //   malloc_usable_size: the value returned;
 //   new/new[] (every variant: nothrow, align_val_t): the request;
 //   delete/delete[]: the size a sized delete is given (the request that made the block), else
