@@ -42,6 +42,16 @@ struct ThrowGuard {
   }
 };
 
+// A call made from inside the shim on this thread (musl's calloc calling malloc, libstdc++'s
+// operator new calling malloc, a signal handler): forwarded and counted as reentrant, inline, since
+// with C++ operators it happens once per `new` or `delete` of a C++ runtime that calls malloc.
+template <class Real>
+__attribute__((always_inline)) inline auto pass_reentrant(const ThreadCtx& t, Real real) {
+  Slot* s = t.slot;
+  if (s && s->h.state.load(std::memory_order_relaxed) != kSlotFree) bump(s->h.reentrant_calls, 1);
+  return real();
+}
+
 // Forwards `real` and records it as `o` of `size` bytes; `failed` judges the result, `block`
 // finds the block it returned; `old` is realloc's old block.  The full path: re-entry, a thread
 // without a slot yet, a timing decision, a timed call.
@@ -69,8 +79,10 @@ __attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real rea
   ThreadCtx& t = t_ctx;
   Slot* s = t.slot;
   if (__builtin_expect(!fast_path_open(t) ||
-                           s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
+                           s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0)) {
+    if (t.depth != 0) return pass_reentrant(t, real);
     return observe_full<Throws>(o, size, real, failed, block, old);
+  }
   count_call(s, op_index(o), bucket_of(size), size);
   const uint32_t left = t.countdown - 1;
   set_gate(t, left, 1);
@@ -119,8 +131,10 @@ __attribute__((always_inline)) inline void release(Op o, void* ptr, Real real,
   Slot* s = t.slot;
   if (__builtin_expect(!fast_path_open(t) ||
                            __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
-                           s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
+                           s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0)) {
+    if (t.depth != 0) return pass_reentrant(t, real);
     return release_full(o, ptr, has_known, known, real);
+  }
   if (__builtin_expect(!ptr, 0)) {
     bump(s->counters[op_index(o)][0].calls, 1);  // no block given back: bucket 0, size 0
   } else if (has_known) {
