@@ -164,7 +164,9 @@ size_t describe_shadowed_entries(char* out, size_t cap) {
                             ? info.dli_fname
                             : "the executable";
     m.put("allocscope: ").put(e[1]).put(" is defined by ").put(where)
-        .put(" ahead of the shim: the calls bound to it are not recorded\n");
+        .put(" ahead of the shim: the calls bound to it are not recorded");
+    if (e[0][0] == '_') m.put(" (only the C functions it calls, if any)");
+    m.put("\n");
   }
   return __builtin_strlen(out);
 }
