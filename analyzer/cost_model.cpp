@@ -17,6 +17,7 @@
 #include "format_names.h"
 #include "profile.h"
 #include "profile_reader.h"
+#include "release_classes.h"
 #include "thread_profile.h"
 #include "timeline.h"
 #include "trace_decode.h"
@@ -575,7 +576,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       }
       const double fast = fast_ticks[cell_index(e.op, e.bucket)];
       if (it.inside >= 0 && fast >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
-        const CallGroup group = e.op == static_cast<uint8_t>(Op::Free) ? CallGroup::Freeing : CallGroup::Allocating;
+        const CallGroup group = releases(e.op) ? CallGroup::Freeing : CallGroup::Allocating;
         p2.exclusion.add(group, cls, it.inside >= 1, raw <= fast);
       }
       if (it.inside >= 0) {
@@ -624,12 +625,19 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   const size_t n_threads = profile.threads.size();
   auto slot_of = [&](uint32_t cls) { return cls == kNoClass ? unknown_class : static_cast<size_t>(cls); };
 
-  // Each thread's (class, op) cells; frees whose size was not taken are apportioned to the classes
-  // of the thread's timed frees (else the process's), in proportion.
+  // Each thread's (class, op) cells.  Releases (free, delete, delete[]) count in the classes of
+  // the blocks they give back (release_classes.h); only in a profile without any allocating call
+  // are frees whose size was not taken apportioned to the classes of the thread's timed frees
+  // (else the process's), in proportion.
+  std::vector<ClassCellMap> split(n_threads);
+  for (size_t ti = 0; ti < n_threads; ++ti) split[ti] = split_cells(profile.threads[ti].cells, *table, &p1.sizes);
+  std::vector<const CellMap*> thread_cells(n_threads);
+  for (size_t ti = 0; ti < n_threads; ++ti) thread_cells[ti] = &profile.threads[ti].cells;
+  const ReleaseTotals release_totals = attribute_releases(split, thread_cells, *table);
   std::vector<std::map<ClassKeyOp, ThreadCell>> cells(n_threads);
   std::map<ClassKeyOp, Cell> pooled;  // over threads, before apportioning (weights of last resort)
   for (size_t ti = 0; ti < n_threads; ++ti) {
-    for (const auto& [key, cell] : split_cells(profile.threads[ti].cells, *table, &p1.sizes)) {
+    for (const auto& [key, cell] : split[ti]) {
       const ClassKeyOp k{static_cast<uint32_t>(slot_of(key.cls)), key.op};
       ThreadCell& tc = cells[ti][k];
       tc.counters.add(cell.counters);
@@ -840,7 +848,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     // Bytes and timed calls of every cell (a split may give a class bytes but no call).
     for (const auto& [k, tc] : cells[ti]) {
       ClassRow& cr = class_rows[k.cls];
-      if (k.op != static_cast<unsigned>(Op::Free) && k.op != static_cast<unsigned>(Op::MallocUsableSize)) {
+      if (!releases(k.op) && k.op != static_cast<unsigned>(Op::MallocUsableSize)) {
         cr.bytes += tc.counters.bytes;
       }
       cr.timed += tc.counters.timed;
@@ -977,6 +985,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
 
   // Notes on the model and the data.
   notes.probe_overhead_ns = to_ns(model.overhead);
+  notes.blocks_made = release_totals.blocks_made;
+  notes.blocks_released = release_totals.releases;
+  notes.unreleased_blocks = release_totals.unreleased();
   notes.window_trim_ns = to_ns(static_cast<double>(sweep_config.trim));
   notes.block_threshold_ns = to_ns(model.block_threshold);
   notes.events = profile.events_read;
@@ -1003,6 +1014,15 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
                                         "scaled down to it", notes.capped_threads));
   }
   if (r.sample_every == 0 && r.calls) notes.caveats.push_back("calls were counted but none timed (--sample 0)");
+  // What the shim said about calls it could not see (an allocator entry point defined ahead of it).
+  for (std::string_view note : profile.notes) {
+    for (size_t end; !note.empty(); note.remove_prefix(end + (end < note.size()))) {
+      end = std::min(note.find('\n'), note.size());
+      std::string_view line = note.substr(0, end);
+      if (line.starts_with("allocscope: ")) line.remove_prefix(12);
+      if (!line.empty()) notes.caveats.emplace_back(line);
+    }
+  }
   r.timeline = timeline.finish();
   r.model = std::move(notes);
   r.verdict = make_verdict(r);

@@ -128,6 +128,9 @@ struct ModelNotes {
   double fallback_blocked_calls = 0; // calls taken as blocked from the threads' switch counts
   uint64_t windows = 0;
   uint32_t capped_threads = 0;
+  // Blocks made (successful allocating calls, each realloc one), releases (free, delete, delete[])
+  // and blocks not given back: what the releases' classes rest on (release_classes.h).
+  uint64_t blocks_made = 0, blocks_released = 0, unreleased_blocks = 0;
   std::vector<std::string> caveats;  // plain-language warnings about the data
 };
 

@@ -21,7 +21,8 @@
 //  "stacks": {"distinct","ids"}, "modules": [{"path","load_bias","start","end"}]}
 // The calibration also says "trace" and "stacks" (mode_flags), "stack_every", "stack_slow_ticks",
 // and where the timing windows fall: "window_phase" (kModeWindowPhase: at an offset per period
-// drawn from "window_seed"; false: at the start of each period).
+// drawn from "window_seed"; false: at the start of each period), and "cxx_operators"
+// (kModeCxxOperators: the shim counted the C++ operators as new, new[], delete, delete[]).
 //
 // Absent values are null.  Only operations with calls > 0 appear in "totals" and "ops" maps.
 // "buckets" lists the non-empty size buckets in size order, then (bucket 255, size_known false,
@@ -112,6 +113,7 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   w.field("trace", (c.mode_flags & format::kModeTrace) != 0).field("stacks", (c.mode_flags & format::kModeStacks) != 0);
   w.field("stack_every", c.stack_every).field("stack_slow_ticks", c.stack_slow_ticks);
   w.field("window_phase", (c.mode_flags & format::kModeWindowPhase) != 0).field("window_seed", c.window_seed);
+  w.field("cxx_operators", (c.mode_flags & format::kModeCxxOperators) != 0);
   w.end_object();
 }
 

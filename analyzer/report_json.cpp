@@ -121,6 +121,8 @@ void write_model(JsonWriter& w, const ModelNotes& m) {
   w.field("evidence_bins", m.evidence_bins);
   w.field("fallback_blocked_calls", static_cast<uint64_t>(std::llround(m.fallback_blocked_calls)));
   w.field("capped_threads", m.capped_threads);
+  w.field("blocks_made", m.blocks_made).field("blocks_released", m.blocks_released);
+  w.field("unreleased_blocks", m.unreleased_blocks);
   w.key("caveats").begin_array();
   for (const auto& caveat : m.caveats) w.value(caveat);
   w.end_array();

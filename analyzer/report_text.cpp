@@ -224,6 +224,9 @@ std::string model_section(const CostReport& r) {
   fields.add_row({"", fmt::format("elsewhere: {} call{} of {} or more taken as blocked, from the threads'",
                                   count(blocked), blocked == 1 ? "" : "s", dur(m.block_threshold_ns))});
   fields.add_row({"", "voluntary context switches (longest calls first)"});
+  fields.add_row({"blocks", fmt::format("{} made, {} given back, {} not given back at exit", count(m.blocks_made),
+                                        count(m.blocks_released), count(m.unreleased_blocks))});
+  fields.add_row({"", "(releases count in the classes of the blocks made; each realloc makes one)"});
   std::string body = fields.render();
   for (const auto& caveat : m.caveats) body += wrap_words("note: " + caveat, kWidth, "  ");
   return section("Model (docs/analysis.md)", body);

@@ -86,8 +86,7 @@ StackCostSource load_stack_costs(const std::filesystem::path& path, std::span<Tr
       StackCost& c = pending[{header.thread_serial, e.stack_id, e.op, cls}];
       ++c.calls;
       c.ticks += e.duration_ticks;
-      const bool allocating = e.op != static_cast<uint8_t>(Op::Free) &&
-                              e.op != static_cast<uint8_t>(Op::MallocUsableSize);
+      const bool allocating = allocates(e.op);
       if (allocating && !(e.flags & format::kEvFailed)) c.bytes += size;
     }
     if (on_events) on_events(header, events);
