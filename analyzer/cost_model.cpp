@@ -13,6 +13,7 @@
 
 #include "allocscope/buckets.h"
 #include "class_tables.h"
+#include "completion_coincidence.h"
 #include "fine_histogram.h"
 #include "format_names.h"
 #include "profile.h"
@@ -37,8 +38,8 @@ constexpr uint64_t kMinEvidence = 16;         // rusage samples for a latency bi
 constexpr uint64_t kMinContended = 20;        // calls meeting another thread, for a serialization index
 constexpr unsigned kInsideRows = 64;          // by_inside rows; more threads inside are folded into the last
 constexpr double kBusyThreadShare = 0.01;     // threads with at least this share of the calls are "busy"
-constexpr uint64_t kMinFastReference = 20;   // timed calls an (op, bucket) needs for its fast threshold
 constexpr double kPreemptedSeconds = 100e-6;  // a call this long that did not block was descheduled
+constexpr double kCoincidenceNearSeconds = 20e-9;  // least width of the near zone of the ends' measure
 
 size_t cell_index(unsigned op, unsigned bucket) { return op * kBucketSlots + bucket; }
 
@@ -252,7 +253,7 @@ struct Pass2 {
   uint64_t si_calls = 0;       // calls that were inside with another thread at some point
   uint64_t si_excluded_windows = 0;  // contended windows left out: a call in them was descheduled
   uint64_t contended = 0, classified = 0;
-  ExclusionTally exclusion;    // timed calls by class, met or alone at their start, fast or not
+  ExclusionTally exclusion;    // timed durations by class, met or alone at their start
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;
   SweepTotals sweep;
 };
@@ -492,12 +493,6 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   std::vector<std::vector<double>> phi;
   for (const auto& t : profile.threads) phi.push_back(fallback_blocked(t, model, notes.fallback_blocked_calls));
 
-  // The fast threshold of each (op, bucket) for the exclusion test (contention_verdict.h).
-  std::vector<double> fast_ticks(kOpSlots * kBucketSlots, -1.0);
-  for (size_t c = 0; c < fast_ticks.size(); ++c) {
-    if (p1.all[c].total() >= kMinFastReference) fast_ticks[c] = kFastFactor * static_cast<double>(p1.all[c].quantile(0.05));
-  }
-
   // ---- pass 2 ----
   Pass2 p2;
   p2.threads.resize(profile.threads.size());
@@ -508,8 +503,13 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   uint64_t excluded_until = 0;
   std::vector<double> waits;
   TimelineBuilder timeline(profile, sweep_config);
+  // Whether calls of different threads end at the same moments (completion_coincidence.h).
+  CoincidenceTally coincidence(clock_step_of(p1.raw.counts(), p1.raw.total()),
+                               static_cast<uint64_t>(std::ceil(profile.clock.hz() * kCoincidenceNearSeconds)));
+  std::vector<CallEnd> ends;
   WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
     timeline.add_window(info);
+    ends.clear();
     waits.assign(items.size(), 0.0);
     bool preempted = false;
     double window_progress = 0;
@@ -557,10 +557,14 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
         p2.rusage_blocked += e.nvcsw > 0;
         p2.rusage_preempted += e.nivcsw > 0;
       }
-      const double fast = fast_ticks[cell_index(e.op, e.bucket)];
-      if (it.inside >= 0 && fast >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
+      if (it.inside >= 0) {
+        ends.push_back(CallEnd{e.start_tick + e.duration_ticks, it.thread,
+                               e.bucket == kBucketUnknown ? kUnknownClass : static_cast<uint32_t>(cls)});
+      }
+      if (it.inside >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
         const CallGroup group = releases(e.op) ? CallGroup::Freeing : CallGroup::Allocating;
-        p2.exclusion.add(group, cls, it.inside >= 1, raw <= fast);
+        p2.exclusion.add(group, cls, static_cast<uint32_t>(it.inside),
+                         static_cast<uint32_t>(std::max(0, it.inside_allocating)), e.duration_ticks);
       }
       if (it.inside >= 0) {
         ++acc.classified;
@@ -579,6 +583,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       }
     }
     if (info.late || info.contended_ticks == 0) return;
+    if (!info.late) coincidence.add_window(ends, info.start + sweep_config.trim, info.start + sweep_config.window_len);
     if (preempted || info.start < excluded_until) {
       ++p2.si_excluded_windows;
       return;
@@ -953,6 +958,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   ContentionInputs evidence;
   evidence.allocating = measure_exclusion(p2.exclusion.cells(CallGroup::Allocating));
   evidence.freeing = measure_exclusion(p2.exclusion.cells(CallGroup::Freeing));
+  evidence.ends = coincidence.all();
+  evidence.ends_across = coincidence.across_classes();
+  evidence.ends_near_ns = to_ns(static_cast<double>(coincidence.near_ticks()));
   evidence.busy_threads = c.busy_threads;
   evidence.timed = r.timed;
   evidence.rusage_samples = p2.rusage_samples;
