@@ -157,12 +157,14 @@ void attribute_to_shapes(DiffReport& d, const CostReport& base, const CostReport
   }
   LoadOptions quiet;  // the cost model has warned about the files already
   quiet.warn = [](std::string_view) {};
-  auto shapes_of = [&quiet](const std::filesystem::path& file) {
-    Profile profile = load_profile(file, quiet);
+  // Each run's shapes share its estimate (apportion.h): they add up to its allocator time.
+  auto shapes_of = [&quiet](const CostReport& estimate) {
+    Profile profile = load_profile(estimate.file, quiet);
     ShapeReport shapes = shape_report(profile, analyze_trace(profile));
+    apply_estimate(shapes, estimate);
     return std::make_pair(std::move(profile), std::move(shapes));
   };
-  auto [base_side, other_side] = side_by_side([&] { return shapes_of(base.file); }, [&] { return shapes_of(other.file); });
+  auto [base_side, other_side] = side_by_side([&] { return shapes_of(base); }, [&] { return shapes_of(other); });
   d.shape_gap = attribute_gap(base_side.second, other_side.second, class_table_of(base_side.first));
 }
 

@@ -88,8 +88,9 @@ int export_command(CommandArgs args) {
   if (output.empty()) throw UsageError("export: missing -o OUT");
 
   std::string data;
-  if (format == "folded") data = export_folded(load_stack_costs(file), options);
-  if (format == "pprof") data = export_pprof(load_stack_costs(file), options);
+  // Times are the cost model's estimate, apportioned over the stacks (trace_analysis.h).
+  if (format == "folded") data = export_folded(load_estimated_stack_costs(file), options);
+  if (format == "pprof") data = export_pprof(load_estimated_stack_costs(file), options);
 
   std::unique_ptr<std::FILE, FileCloser> out(output == "-" ? stdout : std::fopen(output.c_str(), "wb"));
   if (!out) throw std::runtime_error(fmt::format("cannot write {}: {}", output, std::strerror(errno)));

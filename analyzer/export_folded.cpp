@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "callsites.h"
@@ -44,7 +45,8 @@ std::string export_folded(const StackCostSource& src, const ExportOptions& optio
 
   std::map<std::string, uint64_t> lines;
   for (const auto& [key, cost] : src.costs) {
-    const uint64_t weight = options.weight == ExportWeight::Calls ? cost.calls : profile.ticks_to_ns(cost.ticks);
+    const uint64_t weight = options.weight == ExportWeight::Calls ? cost.calls
+                                                                    : static_cast<uint64_t>(std::llround(cost_ns(src, cost)));
     if (weight == 0) continue;
     const std::string stack = key.stack == kNoStack ? std::string("[no stack];") : prefix[key.stack];
     lines[stack + op_label(key.op)] += weight;

@@ -48,8 +48,10 @@ class Split(ReportTestCase):
         j = self.report(self.record_harness("harness-glibc", 2, 2_000_000, "glibc-fast.asp"))
         self.assertLess(j["wait_share"], 0.05)
         if j["verdict"]["dominant"] != "fast":
+            self.assertTrue(j["allocator_time_unsure"], j["verdict"]["text"])
             self.assertGreater(j["allocator_time_error_ns"], 0.5 * j["allocator_time_ns"], j["verdict"]["text"])
-            self.assertIn("Uncertain", j["verdict"]["text"])
+            self.assertEqual(j["verdict"]["dominant"], "unsure", j["verdict"]["text"])
+            self.assertIn("Run too short to judge", j["verdict"]["text"])
 
 
 class ReportShape(ReportTestCase):
