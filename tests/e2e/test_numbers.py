@@ -1,7 +1,8 @@
 """End-to-end tests: every view of one profile tells the same allocator time; error bounds that
-say when a run is too short.
+say when a run is too short; diffs of runs that did different work.
 
-Definitions: docs/analysis.md ("One estimate, many views", "Error bounds").  Each test checks the claims of one run.
+Definitions: docs/analysis.md ("One estimate, many views", "Error bounds", "Runs that did
+different work").  Each test checks the claims of one run.
 """
 import json
 import os
@@ -92,6 +93,7 @@ class OneTotal(E2ETestCase):
         self.assert_total(d["other"]["allocator_time_ns"], "diff other")
         self.assert_total(d["shape_gap"]["base_ns"], "diff shape gap", 200)
         self.assertEqual(d["shape_gap"]["gap_ns"], 0)
+        self.assertFalse(d["work"]["per_call"])
 
 
 class ShortRun(E2ETestCase):
@@ -128,6 +130,66 @@ class ShortRun(E2ETestCase):
         self.assertEqual(j["allocator_time_error_ns"], 0)
         self.assertFalse(j["allocator_time_unsure"])
         self.assertIn("every call timed", j["error_bounds"]["method"])
+
+
+class FixedDuration(E2ETestCase):
+    def test_diff_of_different_work_compares_per_call(self):
+        # The same fixed-duration benchmark, once with extra arithmetic between calls: both run
+        # for 300 ms, the second makes far fewer calls.  The diff must notice and compare per call.
+        a = self.record([target("fixed_duration-glibc"), "1", "300"], out="fast.asp")
+        b = self.record([target("fixed_duration-glibc"), "1", "300", "200"], out="slow.asp")
+        self.assertEqual(a.rc, 0, a.stderr)
+        self.assertEqual(b.rc, 0, b.stderr)
+        d = json_of("diff", "--json", a.profiles[0], b.profiles[0])
+        w = d["work"]
+        self.assertLess(w["calls_other"], 0.97 * w["calls_base"], w)
+        self.assertTrue(w["per_call"], w)
+        self.assertAlmostEqual(w["ratio"], w["calls_other"] / w["calls_base"], places=3)
+        self.assertIn("different work", d["verdict"])
+        self.assertIn("per call", d["verdict"])
+        # Per call, the base's thread time is scaled to the other's calls.
+        expected = d["other"]["thread_time_ns"] - w["ratio"] * d["base"]["thread_time_ns"]
+        self.assertAlmostEqual(d["measured_delta_ns"], expected, delta=1e-6 * d["base"]["thread_time_ns"] + 2)
+        text = run_cli("diff", a.profiles[0], b.profiles[0])
+        self.assertIn("different work: per call", text)
+
+    def test_diff_of_the_same_work_does_not(self):
+        a = self.record([target("harness-glibc"), "2", "50000"], out="a.asp")
+        b = self.record([target("harness-glibc"), "2", "50000"], out="b.asp")
+        d = json_of("diff", "--json", a.profiles[0], b.profiles[0])
+        self.assertFalse(d["work"]["per_call"], d["work"])
+        self.assertEqual(d["work"]["reason"], "")
+
+
+class FaultTerm(E2ETestCase):
+    def test_faults_outside_calls_are_charged_with_a_bound_and_the_rest_is_not_attributed(self):
+        # glibc's malloc against musl's on the same harness: musl's mallocng returns memory to the
+        # kernel and faults it back in, much of it outside calls (docs/analysis.md, "Outside the
+        # calls").  The claims checked are the accounting's, whatever this run's numbers are.
+        a = self.record([target("harness-glibc"), "2", "100000"], out="g.asp")
+        b = self.record([target("harness-musl"), "2", "100000"], out="m.asp")
+        self.assertEqual(a.rc, 0, a.stderr)
+        self.assertEqual(b.rc, 0, b.stderr)
+        d = json_of("diff", "--json", a.profiles[0], b.profiles[0])
+        for side in (d["base"], d["other"]):
+            self.assertLessEqual(side["faults_outside"], side["minor_faults"] + 1e-6, side)
+            self.assertGreaterEqual(side["faults_outside"], 0, side)
+            self.assertGreater(side["faults_in_calls_bound"], 0, side)  # never ± 0
+            self.assertGreaterEqual(side["outside_fault_error_ns"], 0, side)
+        # One cost per fault for both runs: the run with more faults outside calls is charged more.
+        self.assertEqual(d["base"]["minor_fault_ns"], d["other"]["minor_fault_ns"])
+        more = d["other"]["faults_outside"] - d["base"]["faults_outside"]
+        if more > 0:
+            self.assertGreater(d["faults_delta_ns"], 0, d)
+        elif more < 0:
+            self.assertLess(d["faults_delta_ns"], 0, d)
+        self.assertAlmostEqual(d["unattributed_ns"], d["measured_delta_ns"] - d["attributed_delta_ns"], delta=2)
+        self.assertNotIn("not the allocator", d["verdict"])
+        text = run_cli("diff", a.profiles[0], b.profiles[0])
+        self.assertIn("outside allocator calls: not attributed", text)
+        if d["coverage"] is not None and not d["attributed_unsure"] and d["coverage"] < 0.85:
+            self.assertIn("not attributed", d["verdict"])
+            self.assertIn("cache and TLB", d["verdict"])
 
 
 if __name__ == "__main__":
