@@ -254,6 +254,8 @@ class WindowClusters {
   static constexpr size_t kMaxClusters = 4096;
   struct Sum {
     double ticks = 0;  // corrected
+    double wait = 0;   // of which waiting
+    double base = 0;   // the calls' uncontended cost
     uint64_t calls = 0;
   };
   using Cluster = std::vector<std::pair<uint32_t, Sum>>;  // (cell, sum), cells unsorted
@@ -267,7 +269,7 @@ class WindowClusters {
     }
     ++in_last_;
   }
-  void add(uint32_t cell, double ticks) {
+  void add(uint32_t cell, double ticks, double wait, double base) {
     if (clusters_.empty()) begin_window();
     Cluster& c = clusters_.back();
     auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == cell; });
@@ -276,6 +278,8 @@ class WindowClusters {
       it = std::prev(c.end());
     }
     it->second.ticks += ticks;
+    it->second.wait += wait;
+    it->second.base += base;
     ++it->second.calls;
   }
   const std::vector<Cluster>& clusters() const { return clusters_; }
@@ -293,6 +297,8 @@ class WindowClusters {
             c.emplace_back(cell, sum);
           } else {
             it->second.ticks += sum.ticks;
+            it->second.wait += sum.wait;
+            it->second.base += sum.base;
             it->second.calls += sum.calls;
           }
         }
@@ -436,7 +442,8 @@ Verdict make_verdict(const CostReport& r) {
   const double total = r.split.total();
   if (r.calls > 0 && r.timed == 0 && r.sample_every > 1) {
     v.dominant = "unsure";
-    v.text = fmt::format("Run too short to judge: none of its {} allocator calls fell in a timing window (1/{} of "
+    v.text = fmt::format("Run too short to judge where the allocator's time goes: none of its {} allocator calls "
+                         "fell in a timing window (1/{} of "
                          "the time is timed). Record a longer run, or time every call with --sample 1.",
                          group_digits(r.calls), r.sample_every);
     return v;
@@ -447,13 +454,28 @@ Verdict make_verdict(const CostReport& r) {
                           : "No call was timed: record with sampling (--sample N, N >= 1) to see where the time goes.";
     return v;
   }
-  if (r.allocator_unsure) {
-    // No claim rests on an unsure figure: say what to record instead.
+  // The dominant cost is claimed only when its share beats the runner-up by more than both bounds.
+  const double fs = r.split.fast_ns / total, ss = r.split.slow_ns / total, ws = r.split.wait_ns / total;
+  bool shares_sure = r.error.sampled_fraction >= 1;
+  if (!shares_sure && r.error.wait_share_bound && r.error.fast_share_bound) {
+    const double bw = *r.error.wait_share_bound, bf = *r.error.fast_share_bound, bs = std::hypot(bw, bf);
+    const std::pair<double, double> parts[] = {{ws, bw}, {ss, bs}, {fs, bf}};
+    const auto top = std::max_element(std::begin(parts), std::end(parts));
+    shares_sure = true;
+    for (const auto& p : parts) {
+      if (&p != top && top->first - p.first <= top->second + p.second) shares_sure = false;
+    }
+  }
+  if (!shares_sure) {
+    // No claim rests on an unsure figure: say what to record instead.  The contention verdict
+    // rests on figures of its own (and says when they are too few), so it stays.
     v.dominant = "unsure";
-    v.text = fmt::format("Run too short to judge: the allocator time is {} ± {}, a bound over half of it ({} "
-                         "timed calls in {} timing windows). {}",
+    v.text = fmt::format("Run too short to judge where the allocator's time goes: its time is {} ± {}{} ({} timed "
+                         "calls in {} timing windows), and fast path, slow but running and waiting are within their "
+                         "bounds of each other. {} {}",
                          format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
-                         group_digits(r.timed), group_digits(r.error.windows), unsure_advice(r));
+                         r.allocator_unsure ? ", a bound over half of it" : "", group_digits(r.timed),
+                         group_digits(r.error.windows), unsure_advice(r), contention_sentence(r.contention.verdict));
     return v;
   }
   const Contention& c = r.contention;
@@ -494,7 +516,13 @@ Verdict make_verdict(const CostReport& r) {
   }
   text += ".";
   text += " " + contention_sentence(c.verdict);
-  text += fmt::format(" The allocator takes {} of thread time.", percent(r.allocator_share));
+  if (r.allocator_unsure) {
+    text += fmt::format(" Its time itself is unsure ({} ± {}, a bound over half of it): no share of thread time is "
+                        "claimed. {}", format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
+                        unsure_advice(r));
+  } else {
+    text += fmt::format(" The allocator takes {} of thread time.", percent(r.allocator_share));
+  }
   v.text = text;
   return v;
 }
@@ -658,7 +686,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       row.d += d;
       row.wait += wait;
       row.base += base;
-      p2.clusters.add(static_cast<uint32_t>(cls * kOpSlots + e.op), d);
+      p2.clusters.add(static_cast<uint32_t>(cls * kOpSlots + e.op), d, wait, std::min(base, d));
       const size_t dcls = !regrid ? cls : e.bucket == kBucketUnknown ? disp_classes.size() : disp_class_of(size);
       if (dcls >= p2.by_class.size()) p2.by_class.resize(dcls + 1);
       p2.by_class[dcls].add(e.duration_ticks);  // latency as measured, probe included
@@ -902,8 +930,8 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     r.libc_version = profile.process->libc_version;
     r.allocator = profile.process->allocator;
   }
-  r.class_table = std::string(table->name());
-  r.class_table_source = std::string(table->source());
+  r.class_table = std::string(disp_table->name());
+  r.class_table_source = std::string(disp_table->source());
   r.by = options.by;
   r.complete = profile.complete();
   r.trace = profile.trace_mode() && !profile.trace_chunks.empty();
@@ -972,6 +1000,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   };
 
   std::vector<ClassRow> class_rows(n_disp_slots);
+  double uncapped_ticks = 0;                                  // the estimate before the lifetime cap
   std::map<ClassKeyOp, EstimateCell> est_cells;             // corrected ticks for now
   std::map<std::pair<ClassKeyOp, size_t>, double> placed;    // ticks of an estimate cell in a display row
 
@@ -1006,6 +1035,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     // A thread can't be inside the allocator for longer than it lived.
     double thread_time = 0;
     for (const auto& [k, e] : est[ti]) thread_time += e.time;
+    uncapped_ticks += thread_time;
     double scale = 1;
     if (tr.lifetime_ns > 0 && to_ns(thread_time) > tr.lifetime_ns) {
       scale = tr.lifetime_ns / to_ns(thread_time);
@@ -1066,6 +1096,8 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   for (const auto& cluster : clusters) {
     for (const auto& [cell, sum] : cluster) {
       cell_sums[cell].ticks += sum.ticks;
+      cell_sums[cell].wait += sum.wait;
+      cell_sums[cell].base += sum.base;
       cell_sums[cell].calls += sum.calls;
     }
   }
@@ -1084,6 +1116,10 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
                      sum.ticks / static_cast<double>(sum.calls)};
   }
   double total_err2 = 0;
+  struct {
+    double wait = 0, fast = 0;
+    bool known = false;
+  } share_bounds;
   std::vector<double> class_err2(n_class_slots, 0.0);
   std::map<ClassKeyOp, double> cell_err2;
   {
@@ -1107,6 +1143,50 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
         }
       }
     }
+  }
+  // Bounds of the waiting and fast shares (ratios of estimates over the same windows, linearized:
+  // z_w = (ΔX_w − s · ΔT_w) / T), on which the verdict's dominant cost rests.
+  {
+    double T = 0, W = 0, F = 0;
+    for (const auto& [cell, sum] : cell_sums) {
+      const auto am = cell_am.find(cell);
+      if (am == cell_am.end()) continue;
+      T += am->second.first * sum.ticks;
+      W += am->second.first * sum.wait;
+      F += am->second.first * sum.base;
+    }
+    if (T > 0 && n_clusters > 1) {
+      const double sw = W / T, sf = F / T;
+      double vw = 0, vf = 0;
+      for (const auto& cluster : clusters) {
+        double dt = 0, dw = 0, df = 0;
+        for (const auto& [cell, sum] : cluster) {
+          const auto am = cell_am.find(cell);
+          if (am == cell_am.end()) continue;
+          const auto& cs = cell_sums[cell];
+          const double a = am->second.first, n = static_cast<double>(sum.calls), nc = static_cast<double>(cs.calls);
+          dt += a * (sum.ticks - cs.ticks / nc * n);
+          dw += a * (sum.wait - cs.wait / nc * n);
+          df += a * (sum.base - cs.base / nc * n);
+        }
+        vw += std::pow((dw - sw * dt) / T, 2);
+        vf += std::pow((df - sf * dt) / T, 2);
+      }
+      share_bounds.wait = 2 * std::sqrt(cluster_factor * vw);
+      share_bounds.fast = 2 * std::sqrt(cluster_factor * vf);
+      share_bounds.known = true;
+    }
+  }
+
+  // The bounds above are of the estimate before the lifetime cap: capped estimates scale them
+  // down alike (as the threads' own bounds).
+  {
+    double capped_ticks = 0;
+    for (const auto& [k, ec] : est_cells) capped_ticks += ec.time_ns;
+    const double f = uncapped_ticks > 0 ? std::min(1.0, capped_ticks / uncapped_ticks) : 1.0;
+    total_err2 *= f * f;
+    for (double& e2 : class_err2) e2 *= f * f;
+    for (auto& [k, e2] : cell_err2) e2 *= f * f;
   }
   for (const auto& [k, pc] : cells_all) {
     const auto ec = est_cells.find(k);
@@ -1190,6 +1270,12 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   r.error.windows = p2.clusters.windows();
   r.error.clusters = n_clusters;
   r.error.sampled_fraction = sampled;
+  if (sampled >= 1) {
+    r.error.wait_share_bound = r.error.fast_share_bound = 0;
+  } else if (share_bounds.known && n_clusters >= kMinWindowsForBound) {
+    r.error.wait_share_bound = share_bounds.wait;
+    r.error.fast_share_bound = share_bounds.fast;
+  }
   r.allocator_share = r.thread_time_ns > 0 ? r.allocator_time_ns / r.thread_time_ns : 0;
 
   // Contention.

@@ -155,6 +155,9 @@ struct ErrorNotes {
   uint64_t windows = 0;          // timing windows the timed calls fell in (the sampling units)
   uint64_t clusters = 0;         // … grouped into this many clusters (neighbouring windows merged)
   double sampled_fraction = 0;   // timed calls / calls
+  // ± bounds of the waiting and fast shares of allocator time (fractions), the same way; null
+  // when they cannot be bounded (too few windows).
+  std::optional<double> wait_share_bound, fast_share_bound;
 };
 
 struct Verdict {

@@ -81,6 +81,14 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
     if (static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls)) s.thread_time_ns += t.lifetime_ns;
   }
   if (s.thread_time_ns <= 0) s.thread_time_ns = r.thread_time_ns;
+  // The same threads' CPU time (rusage): what of their time outside calls was on the CPU.
+  double cpu_us = 0;
+  for (const auto& t : r.threads_rows) {
+    if (static_cast<double>(t.calls) < 0.01 * static_cast<double>(r.calls)) continue;
+    if (t.rusage.utime_us != kRusageUnavailable && t.rusage.stime_us != kRusageUnavailable)
+      cpu_us += static_cast<double>(t.rusage.utime_us + t.rusage.stime_us);
+  }
+  s.cpu_ns = cpu_us * 1e3;
   s.allocator_time_ns = r.allocator_time_ns;
   s.allocator_error_ns = r.allocator_error_ns;
   s.split = r.split;
@@ -110,6 +118,13 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   s.outside_fault_ns = s.faults_outside * f.fault_ns;
   s.outside_fault_error_ns = std::min(s.faults_outside, s.faults_in_calls - surely_inside + s.faults_in_calls_bound) *
                              f.fault_ns;
+  // Outside calls: the threads' time less the allocator's; on the CPU there: their CPU time less
+  // the allocator's running time (its time less waiting; preemption inside calls counts as
+  // running, so this errs toward less CPU outside calls); off the CPU: the rest (preempted by
+  // other work, or blocked outside the allocator).
+  const double outside_calls = std::max(0.0, s.thread_time_ns - s.allocator_time_ns);
+  s.outside_cpu_ns = std::clamp(s.cpu_ns - (s.allocator_time_ns - s.split.wait_ns), 0.0, outside_calls);
+  s.outside_off_cpu_ns = outside_calls - s.outside_cpu_ns;
   s.contention = r.contention.verdict;
   s.wait_share = r.contention.wait_share;
   return s;
@@ -198,6 +213,12 @@ std::string make_verdict(const DiffReport& d) {
     text += fmt::format(" The remaining {} of the gap lies outside allocator calls and is not attributed: allocscope "
                         "cannot see what a different heap layout costs the program's own code (cache and TLB misses), "
                         "so part of it may still be the allocator's doing.", pct(std::max(0.0, 1 - c)));
+    if (d.unattributed_ns != 0 && std::fabs(d.unattributed_off_cpu_ns) > 0.5 * std::fabs(d.unattributed_ns) &&
+        (d.unattributed_off_cpu_ns > 0) == (d.unattributed_ns > 0)) {
+      text += fmt::format(" Most of it ({}) is time the threads spent off the CPU outside calls, preempted by other "
+                          "work or blocked: on a busy machine, rerun when it is quieter.",
+                          signed_dur(d.unattributed_off_cpu_ns));
+    }
   } else if (c > 1.2) {
     text += " The allocator's change exceeds the measured gap: something else got faster.";
   }
@@ -297,6 +318,8 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   d.measured_delta_ns = d.other.thread_time_ns - k * d.base.thread_time_ns;
   d.attributed_unsure = is_unsure(d.attributed_delta_ns, std::hypot(d.calls_error_ns, d.faults_error_ns));
   d.unattributed_ns = d.measured_delta_ns - d.attributed_delta_ns;
+  d.unattributed_off_cpu_ns = d.other.outside_off_cpu_ns - k * d.base.outside_off_cpu_ns;
+  d.unattributed_on_cpu_ns = d.unattributed_ns - d.unattributed_off_cpu_ns;
   const bool comparable = d.work.calls_base > 0 && d.work.calls_other > 0;
   if (comparable && std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
   if (comparable && d.base.wall_ns && d.other.wall_ns) {
@@ -351,6 +374,9 @@ std::string diff_text(const DiffReport& d) {
                   fmt::format("{} ± {}", signed_dur(d.faults_delta_ns), format_duration_ns(d.faults_error_ns))});
   totals.add_row({"attributed to the allocator", "", "", signed_dur(d.attributed_delta_ns)});
   totals.add_row({"outside allocator calls: not attributed", "", "", signed_dur(d.unattributed_ns)});
+  totals.add_row({"  on the CPU (the program's own code)", "", "", signed_dur(d.unattributed_on_cpu_ns)});
+  totals.add_row({"  off the CPU (preempted or blocked)", format_duration_ns(d.base.outside_off_cpu_ns),
+                  format_duration_ns(d.other.outside_off_cpu_ns), signed_dur(d.unattributed_off_cpu_ns)});
   totals.add_row({"coverage (thread time)", "", "", d.coverage ? pct(*d.coverage) : "-"});
   totals.add_row({"coverage (wall time)", "", "", d.wall_coverage ? pct(*d.wall_coverage) : "-"});
   totals.add_row({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
@@ -414,6 +440,7 @@ std::string diff_json(const DiffReport& d) {
     w.field("system_ns", s.system_ns);
     w.field("minor_fault_ns", s.fault_ns).field("outside_fault_ns", s.outside_fault_ns);
     w.field("outside_fault_error_ns", s.outside_fault_error_ns);
+    w.field("cpu_ns", s.cpu_ns).field("outside_cpu_ns", s.outside_cpu_ns).field("outside_off_cpu_ns", s.outside_off_cpu_ns);
     w.field("wait_share", s.wait_share);
     w.key("contention").begin_object();
     write_contention_verdict(w, s.contention);
@@ -434,6 +461,7 @@ std::string diff_json(const DiffReport& d) {
   w.field("calls_delta_ns", d.calls_delta_ns).field("calls_error_ns", d.calls_error_ns);
   w.field("faults_delta_ns", d.faults_delta_ns).field("faults_error_ns", d.faults_error_ns);
   w.field("unattributed_ns", d.unattributed_ns);
+  w.field("unattributed_on_cpu_ns", d.unattributed_on_cpu_ns).field("unattributed_off_cpu_ns", d.unattributed_off_cpu_ns);
   w.field("fast_delta_ns", d.split_delta.fast_ns).field("slow_delta_ns", d.split_delta.slow_ns);
   w.field("wait_delta_ns", d.split_delta.wait_ns);
   w.key("wall").begin_object();

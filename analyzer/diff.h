@@ -48,6 +48,9 @@ struct RunSide {
   uint64_t calls = 0;
   uint64_t minor_faults = 0;             // all threads (rusage)
   double system_ns = 0;                  // all threads' system time (rusage)
+  double cpu_ns = 0;                     // CPU time (user + system) of the threads with >= 1 % of the calls
+  double outside_cpu_ns = 0;             // … outside allocator calls: cpu_ns - (allocator time - waiting)
+  double outside_off_cpu_ns = 0;         // time outside calls off the CPU (preempted or blocked)
   double faults_in_calls = 0;            // estimated from rusage-sampled calls (at most minor_faults)
   double faults_in_calls_bound = 0;      // ± 2 standard errors of that estimate
   double faults_outside = 0;             // minor_faults less those surely inside calls
@@ -77,6 +80,8 @@ struct DiffReport {
   double faults_delta_ns = 0;            // page faults outside calls, OTHER - BASE (charged to the allocator)
   double faults_error_ns = 0;            // ± its bound
   double unattributed_ns = 0;            // measured - attributed: outside allocator calls, not attributed
+  double unattributed_on_cpu_ns = 0;     // … of it, on the CPU (the program's code: cache, TLB, kernel work)
+  double unattributed_off_cpu_ns = 0;    // … off the CPU outside calls (preempted by other work, or blocked)
   TimeSplit split_delta;
   double measured_delta_ns = 0;          // thread time, OTHER - BASE
   double attributed_delta_ns = 0;        // calls + faults

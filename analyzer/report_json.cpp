@@ -151,6 +151,10 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   w.key("error_bounds").begin_object();
   w.field("method", r.error.method).field("windows", r.error.windows).field("clusters", r.error.clusters);
   w.field("sampled_fraction", fraction(r.error.sampled_fraction));
+  w.key("wait_share_bound");
+  r.error.wait_share_bound ? w.value(fraction(*r.error.wait_share_bound)) : w.null();
+  w.key("fast_share_bound");
+  r.error.fast_share_bound ? w.value(fraction(*r.error.fast_share_bound)) : w.null();
   w.end_object();
   w.field("allocator_share", fraction(r.allocator_share));
   write_split(w, r.split);
