@@ -45,14 +45,18 @@ struct FaultEvidence {
   uint64_t sampled_calls = 0, sampled_faults = 0;
   double sampled_faults2 = 0;  // Σ faults² of the sampled calls, for the bound
   double fault_ns = 0;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_thread;  // serial -> (sampled calls, their faults)
 };
 
 FaultEvidence fault_evidence(const std::filesystem::path& path) {
   FaultEvidence f;
   LoadOptions options;
-  options.on_events = [&](const format::EventsHeader&, std::span<const format::Event> events) {
+  options.on_events = [&](const format::EventsHeader& header, std::span<const format::Event> events) {
     for (const auto& e : events) {
       if (!(e.flags & format::kEvRusage)) continue;
+      auto& [thread_calls, thread_faults] = f.by_thread[header.thread_serial];
+      ++thread_calls;
+      thread_faults += e.minflt;
       f.sampled_calls++;
       f.sampled_faults += e.minflt;
       f.sampled_faults2 += static_cast<double>(e.minflt) * static_cast<double>(e.minflt);
@@ -125,6 +129,29 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   const double outside_calls = std::max(0.0, s.thread_time_ns - s.allocator_time_ns);
   s.outside_cpu_ns = std::clamp(s.cpu_ns - (s.allocator_time_ns - s.split.wait_ns), 0.0, outside_calls);
   s.outside_off_cpu_ns = outside_calls - s.outside_cpu_ns;
+  // Per thread, for the record: its faults and CPU time, and the point estimate of its faults
+  // inside calls from its own rusage-sampled calls.
+  for (const auto& t : r.threads_rows) {
+    ThreadSide ts;
+    ts.serial = t.serial;
+    ts.calls = t.calls;
+    ts.lifetime_ns = t.lifetime_ns;
+    ts.allocator_time_ns = t.time_ns;
+    if (t.rusage.minflt != kRusageUnavailable) ts.minor_faults = t.rusage.minflt;
+    if (t.rusage.utime_us != kRusageUnavailable && t.rusage.stime_us != kRusageUnavailable) {
+      ts.cpu_ns = static_cast<double>(t.rusage.utime_us + t.rusage.stime_us) * 1e3;
+      ts.system_ns = static_cast<double>(t.rusage.stime_us) * 1e3;
+    }
+    if (const auto it = f.by_thread.find(t.serial); it != f.by_thread.end() && it->second.first > 0) {
+      ts.faults_in_calls = std::min(static_cast<double>(ts.minor_faults),
+                                    static_cast<double>(it->second.second) / static_cast<double>(it->second.first) *
+                                        static_cast<double>(t.calls));
+    }
+    ts.faults_outside = static_cast<double>(ts.minor_faults) - ts.faults_in_calls;
+    ts.outside_cpu_ns = std::clamp(ts.cpu_ns - (t.time_ns - t.split.wait_ns), 0.0,
+                                   std::max(0.0, t.lifetime_ns - t.time_ns));
+    s.threads.push_back(ts);
+  }
   s.contention = r.contention.verdict;
   s.wait_share = r.contention.wait_share;
   return s;
@@ -441,6 +468,15 @@ std::string diff_json(const DiffReport& d) {
     w.field("minor_fault_ns", s.fault_ns).field("outside_fault_ns", s.outside_fault_ns);
     w.field("outside_fault_error_ns", s.outside_fault_error_ns);
     w.field("cpu_ns", s.cpu_ns).field("outside_cpu_ns", s.outside_cpu_ns).field("outside_off_cpu_ns", s.outside_off_cpu_ns);
+    w.key("threads").begin_array();
+    for (const ThreadSide& t : s.threads) {
+      w.begin_object().field("serial", t.serial).field("calls", t.calls).field("lifetime_ns", t.lifetime_ns);
+      w.field("allocator_time_ns", t.allocator_time_ns).field("cpu_ns", t.cpu_ns).field("system_ns", t.system_ns);
+      w.field("outside_cpu_ns", t.outside_cpu_ns).field("minor_faults", t.minor_faults);
+      w.field("faults_in_calls", t.faults_in_calls).field("faults_outside", t.faults_outside);
+      w.end_object();
+    }
+    w.end_array();
     w.field("wait_share", s.wait_share);
     w.key("contention").begin_object();
     write_contention_verdict(w, s.contention);

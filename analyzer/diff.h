@@ -39,6 +39,18 @@ struct DiffRow {
   std::array<double, kOpSlots> delta_by_op{};
 };
 
+// One thread of a run: its rusage against its time inside allocator calls.
+struct ThreadSide {
+  uint32_t serial = 0;
+  uint64_t calls = 0;
+  double lifetime_ns = 0, allocator_time_ns = 0;
+  double cpu_ns = 0, system_ns = 0;      // rusage (user + system, system)
+  double outside_cpu_ns = 0;             // cpu_ns - (allocator time - waiting), within its time outside calls
+  uint64_t minor_faults = 0;
+  double faults_in_calls = 0;            // its rusage-sampled calls' faults scaled to its calls (point estimate)
+  double faults_outside = 0;
+};
+
 struct RunSide {
   std::string file, program, libc, allocator;
   std::optional<double> wall_ns;
@@ -57,6 +69,7 @@ struct RunSide {
   double fault_ns = 0;                   // calibrated cost of one minor fault
   double outside_fault_ns = 0;           // faults_outside x fault_ns
   double outside_fault_error_ns = 0;     // ± (the faults that may have been inside calls after all)
+  std::vector<ThreadSide> threads;
   ContentionVerdict contention;          // the side's contention verdict (contention_verdict.h)
   double wait_share = 0;
 };
