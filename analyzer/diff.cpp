@@ -211,6 +211,15 @@ std::string make_verdict(const DiffReport& d) {
   if (d.work.per_call) text += " at OTHER's calls";
   if (d.wall_measured_delta_ns)
     text += fmt::format(" ({} wall)", signed_dur(*d.wall_measured_delta_ns));
+  // Time off the CPU outside calls that changed by more than half the gap: the machine's doing
+  // (preemption by other work) as much as the allocator's; no coverage is claimed on it.
+  if (std::fabs(d.unattributed_off_cpu_ns) > 0.5 * std::fabs(d.measured_delta_ns)) {
+    return text + fmt::format(". Most of this difference ({}) is time the threads spent off the CPU outside allocator "
+                              "calls (preempted by other work, or blocked): the machine was busy, and the gap says "
+                              "little about the allocator; rerun when it is quieter. Inside allocator calls: {} ± {}.",
+                              signed_dur(d.unattributed_off_cpu_ns), signed_dur(d.calls_delta_ns),
+                              format_duration_ns(d.calls_error_ns));
+  }
   if (!d.coverage) return text + ".";
   if (d.attributed_unsure) {
     return text + fmt::format(". The allocator's part is unsure ({} ± {}: a bound over half of it); no share of the "
