@@ -264,6 +264,10 @@ class WindowClusters {
     ++windows_;
     if (clusters_.empty() || in_last_ >= per_cluster_) {
       if (clusters_.size() == kMaxClusters) merge_pairs();
+      // The last cluster's index is cleared entry by entry (it holds few cells).
+      if (!clusters_.empty()) {
+        for (const auto& [cell, sum] : clusters_.back()) index_[cell] = -1;
+      }
       clusters_.emplace_back();
       in_last_ = 0;
     }
@@ -272,15 +276,16 @@ class WindowClusters {
   void add(uint32_t cell, double ticks, double wait, double base) {
     if (clusters_.empty()) begin_window();
     Cluster& c = clusters_.back();
-    auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == cell; });
-    if (it == c.end()) {
+    if (cell >= index_.size()) index_.resize(cell + 1, -1);
+    if (index_[cell] < 0) {
+      index_[cell] = static_cast<int32_t>(c.size());
       c.emplace_back(cell, Sum{});
-      it = std::prev(c.end());
     }
-    it->second.ticks += ticks;
-    it->second.wait += wait;
-    it->second.base += base;
-    ++it->second.calls;
+    Sum& s = c[static_cast<size_t>(index_[cell])].second;
+    s.ticks += ticks;
+    s.wait += wait;
+    s.base += base;
+    ++s.calls;
   }
   const std::vector<Cluster>& clusters() const { return clusters_; }
   uint64_t windows() const { return windows_; }
@@ -307,8 +312,11 @@ class WindowClusters {
     }
     clusters_ = std::move(merged);
     per_cluster_ *= 2;
+    // begin_window() starts a new cluster next: no cell of the merged ones is current.
+    std::fill(index_.begin(), index_.end(), -1);
   }
   std::vector<Cluster> clusters_;
+  std::vector<int32_t> index_;  // cell -> its entry in the last cluster, or -1
   uint64_t per_cluster_ = 1, in_last_ = 0, windows_ = 0;
 };
 
@@ -827,6 +835,8 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     }
     return r;
   };
+  Counters all_ops;
+  for (const Counters& c : op_counters) all_ops.add(c);
   for (auto& [k, pc] : cells_all) {
     const Counters& c = pc.counters;
     std::optional<double> untimed_se2;
@@ -838,6 +848,10 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       untimed_se2 = half * half / 4;
     } else if (op_counters[k.op].timed > 0) {
       pc.mean = mean_of(op_counters[k.op]);
+    } else if (all_ops.timed > 0) {
+      // No call of the operation was timed anywhere: the mean of every timed call stands in (its
+      // bound is the whole estimate, below), rather than a time of 0 that would look exact.
+      pc.mean = mean_of(all_ops);
     }
     const Moments m = histogram_moments(pc.latency, c.max_ticks, model.overhead);
     pc.var = m.var;
