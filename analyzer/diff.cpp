@@ -85,12 +85,15 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
     if (static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls)) s.thread_time_ns += t.lifetime_ns;
   }
   if (s.thread_time_ns <= 0) s.thread_time_ns = r.thread_time_ns;
-  // The same threads' CPU time (rusage): what of their time outside calls was on the CPU.
+  // The same threads' CPU time (rusage): what of their time outside calls was on the CPU; and
+  // their context switches: voluntary ones (they blocked) against involuntary ones (preempted).
   double cpu_us = 0;
   for (const auto& t : r.threads_rows) {
     if (static_cast<double>(t.calls) < 0.01 * static_cast<double>(r.calls)) continue;
     if (t.rusage.utime_us != kRusageUnavailable && t.rusage.stime_us != kRusageUnavailable)
       cpu_us += static_cast<double>(t.rusage.utime_us + t.rusage.stime_us);
+    if (t.rusage.nvcsw != kRusageUnavailable) s.voluntary_switches += t.rusage.nvcsw;
+    if (t.rusage.nivcsw != kRusageUnavailable) s.involuntary_switches += t.rusage.nivcsw;
   }
   s.cpu_ns = cpu_us * 1e3;
   s.allocator_time_ns = r.allocator_time_ns;
@@ -214,10 +217,23 @@ std::string make_verdict(const DiffReport& d) {
   // Time off the CPU outside calls that changed by more than half the gap: the machine's doing
   // (preemption by other work) as much as the allocator's; no coverage is claimed on it.
   if (std::fabs(d.unattributed_off_cpu_ns) > 0.5 * std::fabs(d.measured_delta_ns)) {
-    return text + fmt::format(". Most of this difference ({}) is time the threads spent off the CPU outside allocator "
-                              "calls (preempted by other work, or blocked): the machine was busy, and the gap says "
-                              "little about the allocator; rerun when it is quieter. Inside allocator calls: {} ± {}.",
-                              signed_dur(d.unattributed_off_cpu_ns), signed_dur(d.calls_delta_ns),
+    // Blocked (voluntary switches) or preempted (involuntary ones): whichever changed more.
+    const double dv = static_cast<double>(d.other.voluntary_switches) - k * static_cast<double>(d.base.voluntary_switches);
+    const double di = static_cast<double>(d.other.involuntary_switches) - k * static_cast<double>(d.base.involuntary_switches);
+    const bool blocked = std::fabs(dv) > std::fabs(di);
+    text += fmt::format(". Most of this difference ({}) is time the threads spent off the CPU outside the timed "
+                        "allocator calls, ", signed_dur(d.unattributed_off_cpu_ns));
+    if (blocked) {
+      text += fmt::format("blocked (their voluntary context switches went from {} to {}): asleep inside allocator calls "
+                          "that the timing windows did not see, or outside the allocator; time every call "
+                          "(--sample 1) to tell them apart",
+                          group_digits(d.base.voluntary_switches), group_digits(d.other.voluntary_switches));
+    } else {
+      text += fmt::format("preempted (their involuntary context switches went from {} to {}): the machine was busy, and "
+                          "the gap says little about the allocator; rerun when it is quieter",
+                          group_digits(d.base.involuntary_switches), group_digits(d.other.involuntary_switches));
+    }
+    return text + fmt::format(". Inside allocator calls: {} ± {}.", signed_dur(d.calls_delta_ns),
                               format_duration_ns(d.calls_error_ns));
   }
   if (!d.coverage) return text + ".";
@@ -477,6 +493,7 @@ std::string diff_json(const DiffReport& d) {
     w.field("minor_fault_ns", s.fault_ns).field("outside_fault_ns", s.outside_fault_ns);
     w.field("outside_fault_error_ns", s.outside_fault_error_ns);
     w.field("cpu_ns", s.cpu_ns).field("outside_cpu_ns", s.outside_cpu_ns).field("outside_off_cpu_ns", s.outside_off_cpu_ns);
+    w.field("voluntary_switches", s.voluntary_switches).field("involuntary_switches", s.involuntary_switches);
     w.key("threads").begin_array();
     for (const ThreadSide& t : s.threads) {
       w.begin_object().field("serial", t.serial).field("calls", t.calls).field("lifetime_ns", t.lifetime_ns);

@@ -63,6 +63,7 @@ struct RunSide {
   double cpu_ns = 0;                     // CPU time (user + system) of the threads with >= 1 % of the calls
   double outside_cpu_ns = 0;             // … outside allocator calls: cpu_ns - (allocator time - waiting)
   double outside_off_cpu_ns = 0;         // time outside calls off the CPU (preempted or blocked)
+  uint64_t voluntary_switches = 0, involuntary_switches = 0;  // the same threads' (rusage)
   double faults_in_calls = 0;            // estimated from rusage-sampled calls (at most minor_faults)
   double faults_in_calls_bound = 0;      // ± 2 standard errors of that estimate
   double faults_outside = 0;             // minor_faults less those surely inside calls
