@@ -60,7 +60,7 @@ std::vector<std::string> cells(const CompareRow& row, bool first, bool with_clas
                                     fmt::format("{:.3f} s", row.wall_ns / 1e9),
                                     first ? "-" : signed_percent(row.delta_pct),
                                     format_bytes(static_cast<ByteCount>(std::llround(row.maxrss_kb)) * 1024),
-                                    opt_percent(row.allocator_share),
+                                    opt_percent(row.allocator_share) + (row.allocator_unsure ? " unsure" : ""),
                                     opt_percent(row.wait_share),
                                     row.contention ? contention_kind_name(row.contention->kind) : "-",
                                     coverage_cell(row, first),
@@ -199,6 +199,7 @@ std::string compare_json(const CompareResult& r) {
     w.field("delta_pct", rounded(row.delta_pct, 1e2));
     w.field("allocator_share", rounded(row.allocator_share, 1e4));
     w.field("allocator_share_error", rounded(row.allocator_error_share, 1e4));
+    w.field("allocator_share_unsure", row.allocator_unsure);
     w.field("wait_share", rounded(row.wait_share, 1e4));
     if (row.contention) {
       w.key("contention").begin_object();
@@ -274,7 +275,9 @@ std::string compare_verdict(const CompareResult& r) {
   } else if (!worst->coverage_reason.empty()) {
     text += "; no coverage: " + worst->coverage_reason;
   }
-  if (worst->allocator_share) {
+  if (worst->allocator_share && worst->allocator_unsure) {
+    text += ". Its allocator's share of thread time is unsure (run too short: record longer, or with a smaller --sample)";
+  } else if (worst->allocator_share) {
     text += fmt::format(". Its allocator takes {} of thread time", percent(*worst->allocator_share));
     if (worst->wait_share) text += fmt::format(", {} of that waiting", percent(*worst->wait_share));
     if (worst->contention) text += fmt::format("; contention: {}", contention_kind_name(worst->contention->kind));

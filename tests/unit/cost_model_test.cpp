@@ -321,9 +321,12 @@ TEST(CostModel, ErrorBoundShrinksWithMoreTimedCalls) {
   EXPECT_GT(few, 0);
   EXPECT_GT(many, 0);
   EXPECT_LT(many, few / 5);  // about 1/sqrt(100) as large, less the finite-population correction
-  // Two standard errors of the mean of 100 samples of sd 100, times 100,000 calls, corrected for
-  // the finite population: 2 * 10 * 100,000 * sqrt(1 - 100 / 100,000) (sd from bin middles).
-  EXPECT_NEAR(few, 2 * 100'000 * std::sqrt(1 - 1e-3) * 10, 0.15 * few);
+  // The bound is taken over timing windows (docs/analysis.md, "Error bounds"): with a few calls
+  // per window it is of the order of the independent-calls formula, two standard errors of the
+  // mean of 100 samples of sd 100, times 100,000 calls: 2 * 10 * 100,000 (sd from bin middles).
+  const double independent = 2 * 100'000 * std::sqrt(1 - 1e-3) * 10;
+  EXPECT_GT(few, 0.3 * independent);
+  EXPECT_LT(few, 3 * independent);
 }
 
 // ---- frees whose size was not taken ----
