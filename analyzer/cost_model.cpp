@@ -17,6 +17,7 @@
 #include "format_names.h"
 #include "profile.h"
 #include "profile_reader.h"
+#include "largest_remainder.h"
 #include "release_classes.h"
 #include "thread_profile.h"
 #include "timeline.h"
@@ -38,9 +39,9 @@ constexpr uint64_t kMinContended = 20;        // calls meeting another thread, f
 constexpr unsigned kInsideRows = 64;          // by_inside rows; more threads inside are folded into the last
 constexpr double kBusyThreadShare = 0.01;     // threads with at least this share of the calls are "busy"
 constexpr uint64_t kMinFastReference = 20;   // timed calls an (op, bucket) needs for its fast threshold
-constexpr double kPreemptedSeconds = 100e-6;
+constexpr double kPreemptedSeconds = 100e-6;  // a call this long that did not block was descheduled
 constexpr uint64_t kMinTimedForBound = 5;     // timed calls a cell needs before its spread bounds anything
-constexpr size_t kMinWindowsForBound = 5;     // timing windows a sampled run needs for an error bound  // a call this long that did not block was descheduled
+constexpr size_t kMinWindowsForBound = 5;     // timing windows a sampled run needs for an error bound
 
 size_t cell_index(unsigned op, unsigned bucket) { return op * kBucketSlots + bucket; }
 
@@ -336,24 +337,6 @@ struct Pass2 {
   SweepTotals sweep;
 };
 
-// Splits `total` into parts proportional to `weights`, by largest remainder (exact in integers).
-std::vector<uint64_t> apportion(uint64_t total, const std::vector<uint64_t>& weights) {
-  std::vector<uint64_t> parts(weights.size(), 0);
-  const unsigned __int128 sum = std::accumulate(weights.begin(), weights.end(), static_cast<unsigned __int128>(0));
-  if (sum == 0 || total == 0) return parts;
-  std::vector<std::pair<unsigned __int128, size_t>> remainders;
-  uint64_t given = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const unsigned __int128 scaled = static_cast<unsigned __int128>(total) * weights[i];
-    parts[i] = static_cast<uint64_t>(scaled / sum);
-    given += parts[i];
-    remainders.emplace_back(scaled % sum, i);
-  }
-  std::stable_sort(remainders.begin(), remainders.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = 0; given < total; ++i, ++given) parts[remainders[i % remainders.size()].second] += 1;
-  return parts;
-}
 
 // Mean and variance of corrected durations from a latency histogram (bin middles).
 struct Moments {
@@ -799,7 +782,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
         }
       }
       if (sum == 0) continue;  // stays "size not taken"
-      const auto parts = apportion(unknown->second.counters.calls, weights);
+      const auto parts = largest_remainder(unknown->second.counters.calls, weights);
       unknown->second.counters.calls = 0;
       for (size_t cls = 0; cls < parts.size(); ++cls) {
         if (parts[cls]) mine[{static_cast<uint32_t>(cls), op}].counters.calls += parts[cls];

@@ -5,33 +5,9 @@
 #include <numeric>
 
 #include "allocscope/ops.h"
+#include "largest_remainder.h"
 
 namespace allocscope {
-
-namespace {
-
-// Splits `total` into parts proportional to `weights`, by largest remainder (exact in integers);
-// ties go to the lower index.  Each part is at most its weight when total ≤ Σ weights.
-std::vector<uint64_t> largest_remainder(uint64_t total, const std::vector<uint64_t>& weights) {
-  std::vector<uint64_t> parts(weights.size(), 0);
-  const unsigned __int128 sum =
-      std::accumulate(weights.begin(), weights.end(), static_cast<unsigned __int128>(0));
-  if (sum == 0 || total == 0) return parts;
-  std::vector<std::pair<unsigned __int128, size_t>> remainders;
-  uint64_t given = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const unsigned __int128 scaled = static_cast<unsigned __int128>(total) * weights[i];
-    parts[i] = static_cast<uint64_t>(scaled / sum);
-    given += parts[i];
-    if (weights[i]) remainders.emplace_back(scaled % sum, i);
-  }
-  std::stable_sort(remainders.begin(), remainders.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = 0; given < total; ++i, ++given) parts[remainders[i % remainders.size()].second] += 1;
-  return parts;
-}
-
-}  // namespace
 
 bool feeds_release(unsigned alloc_op, unsigned release_op) {
   if (!allocates(alloc_op)) return false;
