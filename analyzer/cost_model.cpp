@@ -1003,7 +1003,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       ids.push_back(d);
       weights.push_back(n);
     }
-    const auto parts = apportion(calls, weights);
+    const auto parts = largest_remainder(calls, weights);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (parts[i]) out.emplace_back(ids[i], parts[i]);
     }
