@@ -952,15 +952,27 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   r.sample_every = cal ? cal->sample_every : 0;
 
   // Display rows: the estimate's classes, or (--by bucket) allocscope's buckets, each estimate
-  // cell apportioned to the buckets its calls fell in (by their calls).
+  // cell apportioned to the buckets its calls fell in (by their calls).  Releases count in the
+  // class of the request that made their block (release_classes.h) in the display rows too: an
+  // estimate cell of releases goes to the buckets of the blocks made in its class (by the
+  // operations whose blocks it gives back), in proportion, so that a thread that gives back all
+  // it makes has, in every bucket, as many releases as blocks made; releases of size 0 stay in
+  // the bucket of 0 B.
   const size_t disp_unknown = disp_classes.size();
   const size_t n_disp_slots = disp_classes.size() + 1;
   using DispParts = std::map<size_t, uint64_t>;  // display class -> calls
   std::vector<std::map<ClassKeyOp, DispParts>> disp_weights(regrid ? n_threads : 0);
   std::map<ClassKeyOp, DispParts> disp_pooled;
+  std::vector<std::map<ClassKeyOp, DispParts>> made_weights(regrid ? n_threads : 0);  // (class, allocating op) -> blocks per bucket
+  std::map<ClassKeyOp, DispParts> made_pooled;
+  std::array<uint64_t, kOpSlots> made_by_op{};
+  std::vector<std::array<uint64_t, kOpSlots>> zero_releases(regrid ? n_threads : 0);
   std::vector<ClassCellMap> disp_cells(regrid ? n_threads : 0);
+  const size_t zero_class = slot_of(static_cast<uint32_t>(table->class_of(0)));
+  const size_t disp_zero_class = static_cast<size_t>(disp_table->class_of(0));
   if (regrid) {
     for (size_t ti = 0; ti < n_threads; ++ti) {
+      zero_releases[ti].fill(0);
       for (const auto& [ckey, cell] : profile.threads[ti].cells) {
         CellMap one;
         one.emplace(ckey, cell);
@@ -968,16 +980,39 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
         if (in_disp.empty()) continue;
         const uint32_t d = in_disp.begin()->first.cls;
         const size_t dcls = d == kNoClass ? disp_unknown : static_cast<size_t>(d);
+        if (releases(ckey.op) && ckey.bucket == 0) zero_releases[ti][ckey.op] += cell.counters.calls;
         for (const auto& [k, c] : split_cells(one, *table, &p1.sizes)) {
           if (c.counters.calls == 0) continue;
           const ClassKeyOp ek{static_cast<uint32_t>(slot_of(k.cls)), k.op};
           disp_weights[ti][ek][dcls] += c.counters.calls;
           disp_pooled[ek][dcls] += c.counters.calls;
+          if (allocates(k.op) && k.cls != kNoClass) {
+            const uint64_t made = c.counters.calls - std::min(c.counters.calls, c.counters.failed);
+            if (made == 0) continue;
+            made_weights[ti][ek][dcls] += made;
+            made_pooled[ek][dcls] += made;
+            made_by_op[k.op] += made;
+          }
         }
       }
       disp_cells[ti] = split_cells(profile.threads[ti].cells, *disp_table, &p1.sizes);
     }
+    (void)attribute_releases(disp_cells, thread_cells, *disp_table);  // timed releases go with their calls
   }
+  // The blocks made in an estimate class, per display bucket, that releases of `rop` give back:
+  // the family's (feeds_release), else (no such block in the process) every allocating operation's.
+  auto made_in = [&](const std::map<ClassKeyOp, DispParts>& weights, const ClassKeyOp& k) {
+    bool family = false;
+    for (unsigned op = 0; op < kOpSlots; ++op) family |= feeds_release(op, k.op) && made_by_op[op] > 0;
+    DispParts out;
+    for (unsigned op = 0; op < kOpSlots; ++op) {
+      if (!allocates(op) || (family && !feeds_release(op, k.op))) continue;
+      const auto it = weights.find(ClassKeyOp{k.cls, op});
+      if (it == weights.end()) continue;
+      for (const auto& [d, n] : it->second) out[d] += n;
+    }
+    return out;
+  };
   // The display rows of an estimate cell's calls in one thread: (display class, calls).
   auto targets = [&](size_t ti, const ClassKeyOp& k, uint64_t calls) {
     std::vector<std::pair<size_t, uint64_t>> out;
@@ -986,7 +1021,19 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       return out;
     }
     const DispParts* w = nullptr;
-    if (k.cls != unknown_class) {
+    DispParts made;
+    if (releases(k.op) && k.cls != unknown_class) {
+      if (k.cls == zero_class) {
+        const uint64_t zero = std::min(calls, zero_releases[ti][k.op]);
+        if (zero) out.emplace_back(disp_zero_class, zero);
+        calls -= zero;
+        if (calls == 0) return out;
+      }
+      made = made_in(made_weights[ti], k);
+      if (made.empty()) made = made_in(made_pooled, k);
+      if (!made.empty()) w = &made;
+    }
+    if (!w && k.cls != unknown_class) {
       if (const auto it = disp_weights[ti].find(k); it != disp_weights[ti].end()) {
         w = &it->second;
       } else if (const auto it2 = disp_pooled.find(k); it2 != disp_pooled.end()) {
@@ -1105,8 +1152,10 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   // fewer than kMinWindowsForBound windows, cannot bound anything: its bound is the estimate itself.
   const auto& clusters = p2.clusters.clusters();
   std::map<uint32_t, WindowClusters::Sum> cell_sums;
+  std::map<uint32_t, size_t> cell_clusters;  // cell -> clusters holding timed calls of it
   for (const auto& cluster : clusters) {
     for (const auto& [cell, sum] : cluster) {
+      cell_clusters[cell] += sum.calls > 0;
       cell_sums[cell].ticks += sum.ticks;
       cell_sums[cell].wait += sum.wait;
       cell_sums[cell].base += sum.base;
@@ -1209,6 +1258,11 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       extra = std::max(std::pow(2 * static_cast<double>(pc.counters.calls), 2) * pc.se2, time * time);
     } else if (pc.counters.calls > pc.counters.timed && pc.counters.timed < kMinTimedForBound) {
       extra = time * time;
+    } else if (pc.counters.calls > pc.counters.timed && sampled < 1) {
+      // Timed calls in fewer than a few windows: their spread over the windows is no spread at
+      // all (one window's deviation from its own mean is 0), so it bounds nothing either.
+      const auto held = cell_clusters.find(static_cast<uint32_t>(k.cls * kOpSlots + k.op));
+      if (held == cell_clusters.end() || held->second < kMinWindowsForBound) extra = time * time;
     }
     cell_err2[k] += extra;
     class_err2[k.cls] += extra;
