@@ -219,8 +219,9 @@ DiffPart largest_part(const DiffReport& d) {
   });
 }
 
+// The runs take the same thread time within 2 % (per call, when they did different work).
 bool same_thread_time(const DiffReport& d) {
-  const double base_time = d.base.thread_time_ns;
+  const double base_time = (d.work.per_call ? d.work.ratio : 1.0) * d.base.thread_time_ns;
   return base_time > 0 && std::fabs(d.measured_delta_ns) < 0.02 * base_time;
 }
 
@@ -228,8 +229,7 @@ std::string make_verdict(const DiffReport& d) {
   if (d.work.calls_base == 0 || d.work.calls_other == 0) return d.work.reason;
   const std::string work = d.work.per_call ? d.work.reason + " " : "";
   const double k = d.work.per_call ? d.work.ratio : 1.0;
-  const double base_time = k * d.base.thread_time_ns;
-  if (base_time > 0 && std::fabs(d.measured_delta_ns) < 0.02 * base_time) {
+  if (same_thread_time(d)) {
     return work + fmt::format("The two runs take the same thread time{} within 2 % ({}): there is no gap "
                               "to attribute; the allocator's own difference is {}.",
                               d.work.per_call ? " per call" : "", signed_dur(d.measured_delta_ns),
@@ -405,7 +405,8 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
     }
   }
   d.verdict = make_verdict(d);
-  d.verdict_dominant = same_thread_time(d) || !d.coverage ? "none" : largest_part(d).name;
+  // No part is named on an unsure difference (the verdict claims no share of the gap then).
+  d.verdict_dominant = same_thread_time(d) || !d.coverage ? "none" : d.attributed_unsure ? "unsure" : largest_part(d).name;
   attribute_to_shapes(d, rb, ro);
   return d;
 }
