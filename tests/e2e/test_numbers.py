@@ -148,8 +148,8 @@ class FixedDuration(E2ETestCase):
         self.assertLess(w["calls_other"], 0.97 * w["calls_base"], w)
         self.assertTrue(w["per_call"], w)
         self.assertAlmostEqual(w["ratio"], w["calls_other"] / w["calls_base"], places=3)
-        self.assertIn("different work", d["verdict"])
-        self.assertIn("per call", d["verdict"])
+        self.assertIn("different work", d["verdict"]["text"])
+        self.assertIn("per call", d["verdict"]["text"])
         # Per call, the base's thread time is scaled to the other's calls.
         expected = d["other"]["thread_time_ns"] - w["ratio"] * d["base"]["thread_time_ns"]
         self.assertAlmostEqual(d["measured_delta_ns"], expected, delta=1e-6 * d["base"]["thread_time_ns"] + 2)
@@ -187,17 +187,17 @@ class FaultTerm(E2ETestCase):
         elif more < 0:
             self.assertLess(d["faults_delta_ns"], 0, d)
         self.assertAlmostEqual(d["unattributed_ns"], d["measured_delta_ns"] - d["attributed_delta_ns"], delta=2)
-        self.assertNotIn("not the allocator", d["verdict"])
+        self.assertNotIn("not the allocator", d["verdict"]["text"])
         text = run_cli("diff", a.profiles[0], b.profiles[0])
         self.assertIn("outside allocator calls: not attributed", text)
         busy = abs(d["unattributed_off_cpu_ns"]) > 0.5 * abs(d["measured_delta_ns"])
         if busy:
             # Off the CPU outside calls: the verdict says which (preempted or blocked), claims no coverage.
-            self.assertRegex(d["verdict"], "the machine was busy|time every call")
-            self.assertNotIn("accounts for", d["verdict"])
+            self.assertRegex(d["verdict"]["text"], "the machine was busy|time every call")
+            self.assertNotIn("accounts for", d["verdict"]["text"])
         elif d["coverage"] is not None and not d["attributed_unsure"] and d["coverage"] < 0.85:
-            self.assertIn("not attributed", d["verdict"])
-            self.assertIn("cache and TLB", d["verdict"])
+            self.assertIn("not attributed", d["verdict"]["text"])
+            self.assertIn("cache and TLB", d["verdict"]["text"])
 
 
 if __name__ == "__main__":
