@@ -1088,7 +1088,17 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     if (!regrid) {
       for (const auto& [k, tc] : cells[ti]) add_display_cell(k.cls, k.op, tc.counters);
     } else {
-      for (const auto& [k, c] : disp_cells[ti]) add_display_cell(k.cls == kNoClass ? disp_unknown : k.cls, k.op, c.counters);
+      for (const auto& [k, c] : disp_cells[ti]) {
+        const size_t dcls = k.cls == kNoClass ? disp_unknown : k.cls;
+        add_display_cell(dcls, k.op, c.counters);
+        // The release counts of the display rows: the release rule applied to the display
+        // classes themselves, so that they depend on the requests alone, not on the allocator's
+        // classes the estimate was made on (their time comes from the estimate, below).
+        if (releases(k.op)) {
+          class_rows[dcls].calls += c.counters.calls;
+          class_rows[dcls].calls_by_op[k.op] += c.counters.calls;
+        }
+      }
     }
 
     // A thread can't be inside the allocator for longer than it lived.
@@ -1116,10 +1126,12 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
         const double f = tc.counters.calls ? static_cast<double>(n) / static_cast<double>(tc.counters.calls)
                                            : 1.0 / static_cast<double>(parts.size());
         ClassRow& cr = class_rows[dcls];
-        cr.calls += n;
+        if (!regrid || !releases(k.op)) {  // (the display rows' releases are counted above)
+          cr.calls += n;
+          cr.calls_by_op[k.op] += n;
+        }
         cr.time_ns += time * f;  // ticks for now
         cr.split.add({split.fast_ns * f, split.slow_ns * f, split.wait_ns * f});
-        cr.calls_by_op[k.op] += n;
         cr.time_by_op[k.op] += time * f;
         placed[{k, dcls}] += time * f;
       }
