@@ -392,15 +392,18 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   d.unattributed_ns = d.measured_delta_ns - d.attributed_delta_ns;
   d.unattributed_off_cpu_ns = d.other.outside_off_cpu_ns - k * d.base.outside_off_cpu_ns;
   d.unattributed_on_cpu_ns = d.unattributed_ns - d.unattributed_off_cpu_ns;
+  // Coverage is a share of a gap: none when the runs take the same thread time within 2 % (a
+  // share of noise would read as thousands of per cent).
   const bool comparable = d.work.calls_base > 0 && d.work.calls_other > 0;
-  if (comparable && std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
+  const bool gap = !same_thread_time(d);
+  if (comparable && gap && std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
   if (comparable && d.base.wall_ns && d.other.wall_ns) {
     d.wall_measured_delta_ns = *d.other.wall_ns - k * *d.base.wall_ns;
     const auto wb = wall_equivalent(d.base, d.base.allocator_time_ns + d.base.outside_fault_ns);
     const auto wo = wall_equivalent(d.other, d.other.allocator_time_ns + d.other.outside_fault_ns);
     if (wb && wo) {
       d.wall_attributed_delta_ns = *wo - k * *wb;
-      if (std::fabs(*d.wall_measured_delta_ns) > 0)
+      if (gap && std::fabs(*d.wall_measured_delta_ns) > 0)
         d.wall_coverage = *d.wall_attributed_delta_ns / *d.wall_measured_delta_ns;
     }
   }
