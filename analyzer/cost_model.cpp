@@ -470,11 +470,12 @@ Verdict make_verdict(const CostReport& r) {
     // rests on figures of its own (and says when they are too few), so it stays.
     v.dominant = "unsure";
     v.text = fmt::format("Run too short to judge where the allocator's time goes: its time is {} ± {}{} ({} timed "
-                         "calls in {} timing windows), and fast path, slow but running and waiting are within their "
+                         "call{} in {} timing window{}), and fast path, slow but running and waiting are within their "
                          "bounds of each other. {} {}",
                          format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
                          r.allocator_unsure ? ", a bound over half of it" : "", group_digits(r.timed),
-                         group_digits(r.error.windows), unsure_advice(r), contention_sentence(r.contention.verdict));
+                         r.timed == 1 ? "" : "s", group_digits(r.error.windows), r.error.windows == 1 ? "" : "s",
+                         unsure_advice(r), contention_sentence(r.contention.verdict));
     return v;
   }
   const Contention& c = r.contention;
