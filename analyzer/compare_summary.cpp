@@ -122,7 +122,7 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
     row.coverage = diff.coverage;
     row.wall_coverage = diff.wall_coverage;
     if (diff.base.thread_time_ns > 0) row.thread_gap_share = diff.measured_delta_ns / diff.base.thread_time_ns;
-    if (!row.coverage) row.coverage_reason = "the two median runs take the same thread time: no gap to attribute";
+    if (!row.coverage) row.coverage_reason = "the two median runs take the same thread time within 2 %: no gap to attribute";
   } catch (const std::exception& error) {
     row.coverage_reason = error.what();
   }
