@@ -106,6 +106,7 @@ struct CompareRow {
   std::optional<double> slow_share;        // of the allocator time: slow but running
   std::optional<ContentionVerdict> contention;  // of the median run (contention_verdict.h)
   std::optional<double> allocator_error_share;  // the ± bound of allocator_share
+  bool allocator_unsure = false;           // the report's allocator time is unsure (bound > half of it)
   uint64_t timed_calls = 0;                // of the median run
   std::vector<ClassCost> top_classes;      // costliest first, at most 3
   std::string analysis_error;              // why allocator_share is missing

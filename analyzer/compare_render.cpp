@@ -17,7 +17,6 @@ namespace allocscope {
 namespace {
 
 constexpr size_t kWidth = 100;
-constexpr double kSmallGap = 0.02;   // a thread-time gap under 2 % of the baseline's: coverage is noise
 
 std::string command_line(const std::vector<std::string>& command) {
   std::string line;
@@ -31,14 +30,10 @@ std::string signed_percent(double pct) { return fmt::format("{:+.1f} %", pct); }
 
 std::string opt_percent(const std::optional<double>& fraction) { return fraction ? percent(*fraction) : "-"; }
 
-bool small_gap(const CompareRow& row) {
-  return row.thread_gap_share && std::fabs(*row.thread_gap_share) < kSmallGap;
-}
-
 std::string coverage_cell(const CompareRow& row, bool first) {
   if (first) return "baseline";
   if (!row.coverage) return "-";
-  return fmt::format("{:.0f} %{}", 100 * *row.coverage, small_gap(row) ? "*" : "");
+  return fmt::format("{:.0f} %", 100 * *row.coverage);
 }
 
 std::string classes_cell(const CompareRow& row) {
@@ -60,7 +55,7 @@ std::vector<std::string> cells(const CompareRow& row, bool first, bool with_clas
                                     fmt::format("{:.3f} s", row.wall_ns / 1e9),
                                     first ? "-" : signed_percent(row.delta_pct),
                                     format_bytes(static_cast<ByteCount>(std::llround(row.maxrss_kb)) * 1024),
-                                    opt_percent(row.allocator_share),
+                                    opt_percent(row.allocator_share) + (row.allocator_unsure ? " unsure" : ""),
                                     opt_percent(row.wait_share),
                                     row.contention ? contention_kind_name(row.contention->kind) : "-",
                                     coverage_cell(row, first),
@@ -82,16 +77,10 @@ std::string footnote(const CompareResult& r) {
       "order); wall (fork to exit) and max RSS (wait4) are medians of the runs that exited 0. Δ wall is against "
       "{}.{} allocator: estimated time inside the allocator over the threads' time; waiting: its blocked share; "
       "costliest classes: share of allocator time; coverage: the part of the thread-time gap to {} that the "
-      "allocator explains (allocscope diff of the median runs){}.",
+      "allocator explains (allocscope diff of the median runs; none when the gap is under 2 % of thread time).",
       r.runs_per_row, r.runs_per_row == 1 ? "run" : "runs", baseline,
       r.sample_every ? fmt::format(" The shim timed calls with --sample {} in every row.", *r.sample_every) : "",
-      baseline,
-      [&] {
-        for (const auto& row : r.rows) {
-          if (small_gap(row)) return std::string("; * the gap is under 2 % of thread time, its coverage mostly noise");
-        }
-        return std::string();
-      }());
+      baseline);
 }
 
 std::vector<std::string> all_notes(const CompareResult& r) {
@@ -199,6 +188,7 @@ std::string compare_json(const CompareResult& r) {
     w.field("delta_pct", rounded(row.delta_pct, 1e2));
     w.field("allocator_share", rounded(row.allocator_share, 1e4));
     w.field("allocator_share_error", rounded(row.allocator_error_share, 1e4));
+    w.field("allocator_share_unsure", row.allocator_unsure);
     w.field("wait_share", rounded(row.wait_share, 1e4));
     if (row.contention) {
       w.key("contention").begin_object();
@@ -269,12 +259,13 @@ std::string compare_verdict(const CompareResult& r) {
                                  worst->delta_pct >= 0 ? "slower" : "faster", r.rows.front().spec.name,
                                  worst->delta_pct);
   if (worst->coverage) {
-    text += fmt::format("; the allocator explains {:.0f} % of the thread-time gap{}", 100 * *worst->coverage,
-                        small_gap(*worst) ? " (a gap under 2 % of thread time: mostly noise)" : "");
+    text += fmt::format("; the allocator explains {:.0f} % of the thread-time gap", 100 * *worst->coverage);
   } else if (!worst->coverage_reason.empty()) {
     text += "; no coverage: " + worst->coverage_reason;
   }
-  if (worst->allocator_share) {
+  if (worst->allocator_share && worst->allocator_unsure) {
+    text += ". Its allocator's share of thread time is unsure (run too short: record longer, or with a smaller --sample)";
+  } else if (worst->allocator_share) {
     text += fmt::format(". Its allocator takes {} of thread time", percent(*worst->allocator_share));
     if (worst->wait_share) text += fmt::format(", {} of that waiting", percent(*worst->wait_share));
     if (worst->contention) text += fmt::format("; contention: {}", contention_kind_name(worst->contention->kind));

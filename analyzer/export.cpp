@@ -153,7 +153,9 @@ int export_command(CommandArgs args) {
       extra.push_back(&*sample);
       on_events = [&sample](const format::EventsHeader& h, std::span<const format::Event> e) { sample->events(h, e); };
     }
-    const StackCostSource src = load_stack_costs(file, extra, on_events);
+    // Times are the cost model's estimate, apportioned over the stacks (trace_analysis.h).
+    StackCostSource src = load_stack_costs(file, extra, on_events);
+    apply_estimate(src, analyze_profile(file));
     if (src.costs.empty()) throw nothing_to_export();
     data = format == "folded" ? export_folded(src, options, sample ? &*sample : nullptr) : export_pprof(src, options);
     if (format == "folded") {

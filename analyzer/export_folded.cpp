@@ -47,7 +47,7 @@ FoldedWeights folded_weights(const StackCostSource& src, const ExportOptions& op
   FoldedWeights out;
   std::array<uint64_t, kOpSlots> op_total{};
   for (const auto& [key, cost] : src.costs) {
-    const uint64_t weight = by_calls ? cost.calls : profile.ticks_to_ns(cost.ticks);
+    const uint64_t weight = by_calls ? cost.calls : static_cast<uint64_t>(std::llround(cost_ns(src, cost)));
     out.calls += cost.calls;
     if (key.stack != kNoStack) out.sampled_calls += cost.calls;
     if (!sample) {

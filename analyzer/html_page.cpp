@@ -27,7 +27,7 @@ constexpr Meaning kMeanings[] = {
     {"slow", "#e8912d", "slow but running"},
     {"wait", "#d04a4a", "waiting (blocked)"},
     {"faults", "#7b5cc4", "page faults outside calls"},
-    {"rest", "#c9ced6", "not explained by the allocator"},
+    {"rest", "#c9ced6", "not attributed (outside allocator calls)"},
     {"other-time", "#dde2ea", "rest of the run (not in the allocator)"},
     {"base", "#3a6fd8", "BASE (diff: the first profile)"},
     {"other", "#16a0a8", "OTHER (diff: the second profile)"},

@@ -32,8 +32,9 @@ void add_facts(HtmlPage& page, const CostReport& r) {
   page.fact("calls", fmt::format("{} ({} timed)", group_digits(r.calls), group_digits(r.timed)));
   const double t = r.split.total();
   page.fact("allocator time",
-            fmt::format("{} ± {} = {} of {} thread time; fast path {}, slow but running {}, waiting {}",
+            fmt::format("{} ± {}{} = {} of {} thread time; fast path {}, slow but running {}, waiting {}",
                         format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
+                        r.allocator_unsure ? " (unsure)" : "",
                         pct(r.allocator_share), format_duration_ns(r.thread_time_ns), pct(t > 0 ? r.split.fast_ns / t : 0),
                         pct(t > 0 ? r.split.slow_ns / t : 0), pct(t > 0 ? r.split.wait_ns / t : 0)));
 }

@@ -119,7 +119,13 @@ int report_command(CommandArgs args) {
     const CostReport report = analyze_profile(file, cost);
     // The early pass stands when the cost model agrees the file holds a trace (it also checks
     // that the trace has chunks); otherwise its result is dropped.
-    ReportDetails details = early.valid() && report.trace ? early.get() : report_details(report);
+    ReportDetails details;
+    if (early.valid() && report.trace) {
+      details = early.get();
+      apply_estimate(details, report);
+    } else {
+      details = report_details(report);
+    }
     if (options->json) {
       std::string doc = report_json(report, details);
       if (many) {

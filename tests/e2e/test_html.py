@@ -308,7 +308,7 @@ class HtmlPages(E2ETestCase):
             [w] = self.chart("diff", label)
             steps = {m["title"].split(":")[0]: m for m in w["marks"]}
             measured = steps["measured difference (thread time)"]
-            rest = steps["not explained by the allocator"]
+            rest = steps["not attributed (outside allocator calls)"]
             attributed = steps["attributed to the allocator"]
             self.assertIn("rest", rest["cls"])
             unit = measured["size"][0] / abs(j["measured_delta_ns"])
