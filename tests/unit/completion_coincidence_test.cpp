@@ -126,6 +126,28 @@ TEST(CompletionCoincidence, ALockPerClassLeavesOtherClassesCoinciding) {
   EXPECT_GT(x.low(), 0.9);
 }
 
+TEST(CompletionCoincidence, ALongWindowIsMeasuredBeyondItsFirstEnds) {
+  // Every call timed: one window of 2 M ticks, one thread alone for its first 5000 ends, then two
+  // independent threads.  Slices spread over the window find the pairs.
+  CoincidenceTally t(kStep, 52);
+  std::mt19937_64 rng(5);
+  std::exponential_distribution<double> gap(1.0 / 200);
+  std::vector<CallEnd> ends;
+  const uint64_t lo = 0, hi = uint64_t{1} << 21;
+  double at = 0;
+  for (int i = 0; i < 5000; ++i) ends.push_back(CallEnd{static_cast<uint64_t>(at += gap(rng)), 0, 0});
+  const double shared_from = at;
+  for (uint32_t th = 0; th < 2; ++th) {
+    for (double x = shared_from + gap(rng); x < static_cast<double>(hi); x += gap(rng)) {
+      ends.push_back(CallEnd{static_cast<uint64_t>(x), th, th});
+    }
+  }
+  t.add_window(ends, lo, hi);
+  const CoincidenceMeasure m = t.all();
+  ASSERT_TRUE(m.value);
+  EXPECT_NEAR(*m.value, 1.0, 0.15);
+}
+
 TEST(CompletionCoincidence, FewPairsMeasureNothing) {
   EXPECT_FALSE(independent(2, 1.0 / 20000, 5, 1).all().value);
 }
