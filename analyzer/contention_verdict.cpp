@@ -8,7 +8,9 @@ namespace allocscope {
 namespace {
 
 // Thresholds of docs/analysis.md, "Contention verdict".
-constexpr double kTurnsBelow = 0.9;          // Q's upper bound (2σ) below this: calls take turns
+constexpr double kTurnsBelow = 0.9;          // Q's upper bound (2σ) below this: calls take turns, …
+constexpr double kDeepTurnsBelow = 0.5;      // … conclusively below this; between, met calls must wait too:
+constexpr double kCorroborateAbove = 0.52;   // … S (or S over allocating or running neighbours) above this
 constexpr double kExcludedAbove = 0.55;      // S's lower bound (2σ) above this: met calls are slower
 constexpr double kParallelBelow = 0.52;      // S's upper bound (3σ) below this: they do not
 constexpr double kByAllocatingBelow = 0.55;  // … and the same over allocating or running neighbours, if measured, below this
@@ -148,8 +150,12 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
     return v;
   }
   // Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
-  // exclusion does that; whether it spans size classes tells one lock from a lock per class.
-  if (q.value && q.high() < kTurnsBelow) {
+  // exclusion does that; whether it spans size classes tells one lock from a lock per class.  A
+  // shallow hole needs met calls that wait as well: measured, a lock-free allocator with locks of
+  // its own (tcmalloc at 8 threads beside a CPU hog) once read 0.78 (bounds 0.76-0.81).
+  const bool met_wait = (s.value && s.low() > kCorroborateAbove) || (b.value && b.low() > kCorroborateAbove) ||
+                        (r.value && r.low() > kCorroborateAbove);
+  if (q.value && q.high() < kTurnsBelow && (q.high() < kDeepTurnsBelow || met_wait)) {
     const double confidence = normal_cdf((kTurnsBelow - *q.value) / std::max(1e-9, q.se));
     const CoincidenceMeasure& x = in.ends_across;
     if (x.value && x.low() > kTurnsBelow) {

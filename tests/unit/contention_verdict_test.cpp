@@ -113,6 +113,16 @@ TEST(ContentionVerdict, TurnsDecideEvenWhenMetCallsAreNotSlower) {
   EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
 }
 
+TEST(ContentionVerdict, AShallowHoleNeedsMetCallsThatWait) {
+  // Ends keep apart a little (0.78), met calls are no slower: locks of its own that some calls
+  // take, not one that every call holds.
+  const ContentionVerdict v = judge_contention(inputs({cell(5000, 10, 5000, 10)}, {}, ends(0.78, 0.013)));
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::Ambiguous);
+  const ContentionVerdict waiting = judge_contention(inputs({cell(5000, 10, 5000, 11)}, {}, ends(0.78, 0.013)));
+  EXPECT_EQ(waiting.kind, ContentionKind::GlobalLock);
+}
+
 TEST(ContentionVerdict, TurnsWithinClassesOnlyAreALockPerClass) {
   const ContentionVerdict v =
       judge_contention(inputs({cell(1000, 10, 1000, 11)}, {}, ends(0.5, 0.02), ends(1.0, 0.03)));
