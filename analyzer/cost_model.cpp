@@ -998,6 +998,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   if (r.sample_every == 0 && r.calls) notes.caveats.push_back("calls were counted but none timed (--sample 0)");
   r.timeline = timeline.finish();
   r.model = std::move(notes);
+  r.locks = analyze_locks(profile, r.thread_time_ns);
   r.verdict = make_verdict(r);
   return r;
 }

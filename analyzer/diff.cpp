@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "html_page.h"
@@ -89,6 +90,20 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   s.outside_fault_ns = outside * f.fault_ns;
   s.contention = r.contention.verdict;
   s.wait_share = r.contention.wait_share;
+  s.locks_recorded = r.locks.recorded;
+  const bool all_threads = s.thread_time_ns == r.thread_time_ns;
+  std::set<uint32_t> counted;
+  for (const auto& t : r.threads_rows) {
+    if (all_threads || static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls)) counted.insert(t.serial);
+  }
+  for (const auto& [serial, ns] : r.locks.wait_ns_by_thread)
+    if (counted.count(serial)) s.lock_wait_ns += ns;
+  for (const auto& [serial, ns] : r.locks.cond_wait_ns_by_thread)
+    if (counted.count(serial)) s.cond_wait_ns += ns;
+  if (!r.locks.locks.empty()) {
+    s.top_lock = r.locks.locks.front().name();
+    s.top_lock_wait_ns = r.locks.locks.front().wait_ns;
+  }
   return s;
 }
 
@@ -143,6 +158,15 @@ std::string make_verdict(const DiffReport& d) {
                         "allocator calls or their page faults.", pct(std::max(0.0, c)));
   } else if (c > 1.2) {
     text += " The allocator's change exceeds the measured gap: something else got faster.";
+  }
+  if (d.locks && d.locks_share) {
+    const RunSide& worse = d.locks_delta_ns >= 0 ? d.other : d.base;
+    text += fmt::format(" The program's own locks (outside the allocator) account for {} ({})", pct(*d.locks_share),
+                        signed_dur(d.locks_delta_ns));
+    if (!worse.top_lock.empty())
+      text += fmt::format(", most of all {} on {} ({} of waiting)", worse.top_lock, &worse == &d.other ? "OTHER" : "BASE",
+                          format_duration_ns(worse.top_lock_wait_ns));
+    text += fmt::format("; allocator and locks together explain {}.", d.explained ? pct(*d.explained) : "-");
   }
   return text;
 }
@@ -221,6 +245,16 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   d.attributed_delta_ns = d.calls_delta_ns + d.faults_delta_ns;
   d.measured_delta_ns = d.other.thread_time_ns - d.base.thread_time_ns;
   if (std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
+  d.locks = d.base.locks_recorded && d.other.locks_recorded;
+  if (d.locks) {
+    d.locks_delta_ns = d.other.lock_wait_ns - d.base.lock_wait_ns;
+    d.cond_delta_ns = d.other.cond_wait_ns - d.base.cond_wait_ns;
+    d.rest_delta_ns = d.measured_delta_ns - d.attributed_delta_ns - d.locks_delta_ns - d.cond_delta_ns;
+    if (std::fabs(d.measured_delta_ns) > 0) {
+      d.locks_share = d.locks_delta_ns / d.measured_delta_ns;
+      d.explained = (d.attributed_delta_ns + d.locks_delta_ns) / d.measured_delta_ns;
+    }
+  }
   if (d.base.wall_ns && d.other.wall_ns) {
     d.wall_measured_delta_ns = *d.other.wall_ns - *d.base.wall_ns;
     const auto wb = wall_equivalent(d.base, d.base.allocator_time_ns + d.base.outside_fault_ns);
@@ -266,6 +300,14 @@ std::string diff_text(const DiffReport& d) {
   totals.add_row({"attributed to the allocator", "", "", signed_dur(d.attributed_delta_ns)});
   totals.add_row({"coverage (thread time)", "", "", d.coverage ? pct(*d.coverage) : "-"});
   totals.add_row({"coverage (wall time)", "", "", d.wall_coverage ? pct(*d.wall_coverage) : "-"});
+  if (d.locks) {
+    totals.add_row({"other locks (contended waits)", format_duration_ns(d.base.lock_wait_ns),
+                    format_duration_ns(d.other.lock_wait_ns), signed_dur(d.locks_delta_ns)});
+    totals.add_row({"condition waits (idle)", format_duration_ns(d.base.cond_wait_ns),
+                    format_duration_ns(d.other.cond_wait_ns), signed_dur(d.cond_delta_ns)});
+    totals.add_row({"rest (none of the above)", "", "", signed_dur(d.rest_delta_ns)});
+    totals.add_row({"allocator + other locks", "", "", d.explained ? pct(*d.explained) : "-"});
+  }
   totals.add_row({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
   totals.add_row({"waiting share of allocator time", pct(d.base.wait_share), pct(d.other.wait_share), ""});
   out += totals.render();
@@ -325,6 +367,8 @@ std::string diff_json(const DiffReport& d) {
     w.field("calls", s.calls).field("minor_faults", s.minor_faults).field("faults_in_calls", s.faults_in_calls);
     w.field("minor_fault_ns", s.fault_ns).field("outside_fault_ns", s.outside_fault_ns);
     w.field("wait_share", s.wait_share);
+    w.field("locks_recorded", s.locks_recorded).field("lock_wait_ns", s.lock_wait_ns);
+    w.field("cond_wait_ns", s.cond_wait_ns).field("top_lock", s.top_lock).field("top_lock_wait_ns", s.top_lock_wait_ns);
     w.key("contention").begin_object();
     write_contention_verdict(w, s.contention);
     w.end_object();
@@ -338,6 +382,15 @@ std::string diff_json(const DiffReport& d) {
   w.field("coverage", d.coverage);
   w.field("calls_delta_ns", d.calls_delta_ns).field("calls_error_ns", d.calls_error_ns);
   w.field("faults_delta_ns", d.faults_delta_ns);
+  w.key("locks");
+  if (d.locks) {
+    w.begin_object();
+    w.field("delta_ns", d.locks_delta_ns).field("share", d.locks_share).field("cond_delta_ns", d.cond_delta_ns);
+    w.field("rest_delta_ns", d.rest_delta_ns).field("explained", d.explained);
+    w.end_object();
+  } else {
+    w.null();
+  }
   w.field("fast_delta_ns", d.split_delta.fast_ns).field("slow_delta_ns", d.split_delta.slow_ns);
   w.field("wait_delta_ns", d.split_delta.wait_ns);
   w.key("wall").begin_object();

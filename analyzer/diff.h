@@ -52,6 +52,12 @@ struct RunSide {
   double outside_fault_ns = 0;           // faults outside calls x fault_ns
   ContentionVerdict contention;          // the side's contention verdict (contention_verdict.h)
   double wait_share = 0;
+  // The program's own locks (record --locks; lock_report.h), over the same threads as
+  // thread_time_ns: contended mutex and rwlock waits, and condition waits.
+  bool locks_recorded = false;
+  double lock_wait_ns = 0, cond_wait_ns = 0;
+  std::string top_lock;                  // the lock with the most wait, by call site ("" if none)
+  double top_lock_wait_ns = 0;
 };
 
 struct DiffReport {
@@ -65,6 +71,13 @@ struct DiffReport {
   double measured_delta_ns = 0;          // thread time, OTHER - BASE
   double attributed_delta_ns = 0;        // calls + faults
   std::optional<double> coverage;        // attributed / measured (thread time)
+  // With both sides recorded with --locks, the rest of the gap: the program's own contended
+  // locks, its condition waits (idle by design), and what none of these explains.
+  bool locks = false;
+  double locks_delta_ns = 0, cond_delta_ns = 0;
+  double rest_delta_ns = 0;              // measured - attributed - locks - cond
+  std::optional<double> locks_share;     // locks_delta / measured
+  std::optional<double> explained;       // (attributed + locks_delta) / measured
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
   std::string verdict;
   std::optional<ShapeGap> shape_gap;     // both profiles are traces

@@ -31,8 +31,17 @@ const char* kUnexplainedTip =
 void close_waterfall(Waterfall& w, const DiffReport& d) {
   w.steps.push_back({"attributed to the allocator", d.attributed_delta_ns, "total-bar", true, d.calls_error_ns,
                      "allocator calls and page faults outside them; ± the sampling error of the calls"});
-  w.steps.push_back({"not explained by the allocator", d.measured_delta_ns - d.attributed_delta_ns, "rest", false,
-                     std::nullopt, kUnexplainedTip});
+  if (d.locks) {
+    // Record --locks on both sides: the program's own locks are the next steps, then the rest.
+    w.steps.push_back({"other locks (contended waits)", d.locks_delta_ns, "", false, std::nullopt,
+                       "waits on the program's own mutexes and rwlocks, outside the allocator"});
+    w.steps.push_back({"condition waits (idle)", d.cond_delta_ns, "", false, std::nullopt,
+                       "pthread_cond_wait: waiting for work or a signal by design"});
+    w.steps.push_back({"none of the above", d.rest_delta_ns, "rest", false, std::nullopt, kUnexplainedTip});
+  } else {
+    w.steps.push_back({"not explained by the allocator", d.measured_delta_ns - d.attributed_delta_ns, "rest", false,
+                       std::nullopt, kUnexplainedTip});
+  }
   w.steps.push_back({"measured difference (thread time)", d.measured_delta_ns, "total-bar", true, std::nullopt,
                      "OTHER − BASE, lifetimes of the threads with 1 % of the calls or more"});
 }
@@ -146,6 +155,15 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
                     format_duration_ns(d.other.outside_fault_ns), signed_dur(d.faults_delta_ns)});
   totals.push_back({"coverage (thread time / wall time)", "", "",
                     fmt::format("{} / {}", d.coverage ? pct(*d.coverage) : "-", d.wall_coverage ? pct(*d.wall_coverage) : "-")});
+  if (d.locks) {
+    totals.push_back({"other locks (contended waits)", format_duration_ns(d.base.lock_wait_ns),
+                      format_duration_ns(d.other.lock_wait_ns), signed_dur(d.locks_delta_ns)});
+    totals.push_back({"top lock", d.base.top_lock.empty() ? "-" : d.base.top_lock,
+                      d.other.top_lock.empty() ? "-" : d.other.top_lock, ""});
+    totals.push_back({"condition waits (idle)", format_duration_ns(d.base.cond_wait_ns),
+                      format_duration_ns(d.other.cond_wait_ns), signed_dur(d.cond_delta_ns)});
+    totals.push_back({"allocator + other locks, of the difference", "", "", d.explained ? pct(*d.explained) : "-"});
+  }
   totals.push_back({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
   totals.push_back({"waiting share of allocator time", pct(d.base.wait_share), pct(d.other.wait_share), ""});
   page.section("The two runs by size", "Estimated time inside the allocator per request size, BASE above OTHER.",
