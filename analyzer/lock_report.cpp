@@ -162,7 +162,10 @@ LockReport analyze_locks(const Profile& profile, double thread_time_ns, const Lo
       site.site = innermost(f);
       site.location = f.location();
       site.module = f.module_name;
-      for (const SourceFrame& s : f.source) site.chain.push_back(s.function);
+      for (const SourceFrame& s : f.source) {
+        // A function inlined into a clone of itself (Bfree into Bfree.part.0) is named once.
+        if (site.chain.empty() || s.function != site.chain.back()) site.chain.push_back(s.function);
+      }
       if (site.chain.empty()) site.chain.push_back(f.name());
       if (sa.stack != kNoStack) {
         // The callers: the frames after the call site in the sampled stack (the shim's own
@@ -170,8 +173,11 @@ LockReport analyze_locks(const Profile& profile, double thread_time_ns, const Lo
         const Stack& s = profile.stacks.stack(sa.stack);
         size_t at = 0;
         while (at < s.frames.size() && filter.in_shim(symbolizer.frame(s.frames[at]))) ++at;
-        for (size_t up = at + 1; up < s.frames.size() && up <= at + 2; ++up)
-          site.chain.push_back(symbolizer.frame(s.frames[up]).name());
+        for (size_t up = at + 1; up < s.frames.size() && up <= at + 2; ++up) {
+          // (A caller that repeats the name before it would only stutter.)
+          std::string name = symbolizer.frame(s.frames[up]).name();
+          if (name != site.chain.back()) site.chain.push_back(std::move(name));
+        }
       }
       site.waits = sa.waits;
       site.wait_ns = static_cast<double>(profile.ticks_to_ns(sa.ticks));
