@@ -123,7 +123,7 @@ class SetupSmoke(unittest.TestCase):
             for zend_alloc in ("1", "0"):
                 r = run([host, "--workers", "3", "--requests", "4"], env={"USE_ZEND_ALLOC": zend_alloc})
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-                self.assertRegex(r.stdout, r"^requests 12 errors 0 seconds [\d.]+ rps [\d.]+$", r.stdout)
+                self.assertRegex(r.stdout, r"(?m)^requests 12 errors 0 seconds [\d.]+ rps [\d.]+$", r.stdout)
                 self.assertRegex(r.stdout, r"latency_us p50 \d+ p90 \d+ p99 \d+ max \d+")
         self.assertIn("ld-musl", run(["readelf", "-l", hosts["musl"]]).stdout)
 
