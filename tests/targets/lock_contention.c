@@ -2,7 +2,8 @@
  *
  * usage: lock_contention [THREADS [ROUNDS [HOLD_US]]]   (defaults 4, 200, 200)
  *
- * THREADS workers wait on a condition variable until main lets them all go (wait_for_start),
+ * THREADS workers wait on a condition variable until main, once all of them wait there, lets
+ * them all go (wait_for_start: every worker makes one pthread_cond_wait),
  * then each runs ROUNDS times: contended_section() — lock `shared_lock`, spin HOLD_US
  * microseconds, unlock — then 20 x private_section(), which locks a mutex of the thread's own
  * that no other thread ever touches, and frees and allocates a small block.  One malloc per
@@ -22,6 +23,7 @@ static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
 static int started = 0;
+static int waiting = 0;              /* workers at the gate, under start_lock */
 static int rounds = 200;
 static long hold_us = 200;
 static uint64_t shared_wait_ns = 0;  /* under shared_lock */
@@ -45,6 +47,7 @@ __attribute__((noinline)) static void spin_us(long us) {
 
 __attribute__((noinline)) static void wait_for_start(void) {
   pthread_mutex_lock(&start_lock);
+  waiting++;
   while (!started) pthread_cond_wait(&start_cond, &start_lock);
   pthread_mutex_unlock(&start_lock);
 }
@@ -96,8 +99,14 @@ int main(int argc, char** argv) {
   }
   pthread_t* t = calloc((size_t)threads, sizeof *t);
   for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, NULL);
-  spin_us(20000); /* the workers reach the gate and wait */
+  /* Once every worker counted itself at the gate it is inside pthread_cond_wait (it released
+   * start_lock there), so that each makes one condition wait. */
   pthread_mutex_lock(&start_lock);
+  while (waiting < threads) {
+    pthread_mutex_unlock(&start_lock);
+    spin_us(1000);
+    pthread_mutex_lock(&start_lock);
+  }
   started = 1;
   pthread_cond_broadcast(&start_cond);
   pthread_mutex_unlock(&start_lock);
