@@ -342,11 +342,13 @@ LockWaitsRecord decode_lock_waits(PayloadCursor& in) {
   for (size_t i = 0; i < rec.rows.size(); ++i) {
     const auto& r = rec.rows[i];
     const uint64_t row_at = rows_at + i * sizeof(format::LockWaitRow);
-    if (r.kind < static_cast<uint8_t>(format::LockKind::Mutex) || r.kind > static_cast<uint8_t>(format::LockKind::Cond))
+    if (r.kind < static_cast<uint8_t>(format::LockKind::Mutex) || r.kind > static_cast<uint8_t>(format::LockKind::Unlock))
       in.fail_at(row_at, fmt::format("lock wait row {}: unknown kind {}", i, r.kind));
     if (r.max_ticks > r.wait_ticks)
       in.fail_at(row_at, fmt::format("lock wait row {}: longest wait {} exceeds the total {}", i, r.max_ticks, r.wait_ticks));
   }
+  if (rec.header.unlocks_timed > rec.header.unlocks)
+    in.fail_at(at, fmt::format("LockWaits: {} timed unlocks of {} in all", rec.header.unlocks_timed, rec.header.unlocks));
   in.expect_end("LockWaits");
   return rec;
 }

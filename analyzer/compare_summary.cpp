@@ -81,7 +81,7 @@ void analyze(CompareRow& row) {
     row.wait_share = report.contention.wait_share;
     row.contention = report.contention.verdict;
     if (report.locks.recorded) {
-      row.lock_share = report.locks.share;
+      row.lock_share = report.locks.time_share;
       if (!report.locks.locks.empty()) row.top_lock = report.locks.locks.front().name();
     }
     if (report.thread_time_ns > 0) row.allocator_error_share = report.allocator_error_ns / report.thread_time_ns;

@@ -998,7 +998,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   if (r.sample_every == 0 && r.calls) notes.caveats.push_back("calls were counted but none timed (--sample 0)");
   r.timeline = timeline.finish();
   r.model = std::move(notes);
-  r.locks = analyze_locks(profile, r.thread_time_ns);
+  std::map<uint32_t, double> lifetimes;
+  for (const auto& t : r.threads_rows) lifetimes[t.serial] = t.lifetime_ns;
+  r.locks = analyze_locks(profile, r.thread_time_ns, lifetimes);
   r.verdict = make_verdict(r);
   return r;
 }

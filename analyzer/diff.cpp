@@ -98,6 +98,8 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   }
   for (const auto& [serial, ns] : r.locks.wait_ns_by_thread)
     if (counted.count(serial)) s.lock_wait_ns += ns;
+  for (const auto& [serial, ns] : r.locks.time_ns_by_thread)
+    if (counted.count(serial)) s.lock_time_ns += ns;
   for (const auto& [serial, ns] : r.locks.cond_wait_ns_by_thread)
     if (counted.count(serial)) s.cond_wait_ns += ns;
   if (!r.locks.locks.empty()) {
@@ -247,7 +249,7 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   if (std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
   d.locks = d.base.locks_recorded && d.other.locks_recorded;
   if (d.locks) {
-    d.locks_delta_ns = d.other.lock_wait_ns - d.base.lock_wait_ns;
+    d.locks_delta_ns = d.other.lock_time_ns - d.base.lock_time_ns;
     d.cond_delta_ns = d.other.cond_wait_ns - d.base.cond_wait_ns;
     d.rest_delta_ns = d.measured_delta_ns - d.attributed_delta_ns - d.locks_delta_ns - d.cond_delta_ns;
     if (std::fabs(d.measured_delta_ns) > 0) {
@@ -301,8 +303,13 @@ std::string diff_text(const DiffReport& d) {
   totals.add_row({"coverage (thread time)", "", "", d.coverage ? pct(*d.coverage) : "-"});
   totals.add_row({"coverage (wall time)", "", "", d.wall_coverage ? pct(*d.wall_coverage) : "-"});
   if (d.locks) {
-    totals.add_row({"other locks (contended waits)", format_duration_ns(d.base.lock_wait_ns),
-                    format_duration_ns(d.other.lock_wait_ns), signed_dur(d.locks_delta_ns)});
+    totals.add_row({"other locks (waits + unlocks)", format_duration_ns(d.base.lock_time_ns),
+                    format_duration_ns(d.other.lock_time_ns), signed_dur(d.locks_delta_ns)});
+    totals.add_row({"  contended waits", format_duration_ns(d.base.lock_wait_ns), format_duration_ns(d.other.lock_wait_ns),
+                    signed_dur(d.other.lock_wait_ns - d.base.lock_wait_ns)});
+    totals.add_row({"  unlocks (sampled, est.)", format_duration_ns(d.base.lock_time_ns - d.base.lock_wait_ns),
+                    format_duration_ns(d.other.lock_time_ns - d.other.lock_wait_ns),
+                    signed_dur((d.other.lock_time_ns - d.other.lock_wait_ns) - (d.base.lock_time_ns - d.base.lock_wait_ns))});
     totals.add_row({"condition waits (idle)", format_duration_ns(d.base.cond_wait_ns),
                     format_duration_ns(d.other.cond_wait_ns), signed_dur(d.cond_delta_ns)});
     totals.add_row({"rest (none of the above)", "", "", signed_dur(d.rest_delta_ns)});
@@ -367,7 +374,7 @@ std::string diff_json(const DiffReport& d) {
     w.field("calls", s.calls).field("minor_faults", s.minor_faults).field("faults_in_calls", s.faults_in_calls);
     w.field("minor_fault_ns", s.fault_ns).field("outside_fault_ns", s.outside_fault_ns);
     w.field("wait_share", s.wait_share);
-    w.field("locks_recorded", s.locks_recorded).field("lock_wait_ns", s.lock_wait_ns);
+    w.field("locks_recorded", s.locks_recorded).field("lock_wait_ns", s.lock_wait_ns).field("lock_time_ns", s.lock_time_ns);
     w.field("cond_wait_ns", s.cond_wait_ns).field("top_lock", s.top_lock).field("top_lock_wait_ns", s.top_lock_wait_ns);
     w.key("contention").begin_object();
     write_contention_verdict(w, s.contention);

@@ -56,6 +56,7 @@ struct RunSide {
   // thread_time_ns: contended mutex and rwlock waits, and condition waits.
   bool locks_recorded = false;
   double lock_wait_ns = 0, cond_wait_ns = 0;
+  double lock_time_ns = 0;               // lock wait + unlock (estimated): the locks' cost
   std::string top_lock;                  // the lock with the most wait, by call site ("" if none)
   double top_lock_wait_ns = 0;
 };
@@ -71,8 +72,9 @@ struct DiffReport {
   double measured_delta_ns = 0;          // thread time, OTHER - BASE
   double attributed_delta_ns = 0;        // calls + faults
   std::optional<double> coverage;        // attributed / measured (thread time)
-  // With both sides recorded with --locks, the rest of the gap: the program's own contended
-  // locks, its condition waits (idle by design), and what none of these explains.
+  // With both sides recorded with --locks, the rest of the gap: the program's own locks (their
+  // lock time: contended waits and unlocks), its condition waits (idle by design), and what
+  // none of these explains.
   bool locks = false;
   double locks_delta_ns = 0, cond_delta_ns = 0;
   double rest_delta_ns = 0;              // measured - attributed - locks - cond

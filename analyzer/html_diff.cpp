@@ -33,8 +33,9 @@ void close_waterfall(Waterfall& w, const DiffReport& d) {
                      "allocator calls and page faults outside them; ± the sampling error of the calls"});
   if (d.locks) {
     // Record --locks on both sides: the program's own locks are the next steps, then the rest.
-    w.steps.push_back({"other locks (contended waits)", d.locks_delta_ns, "", false, std::nullopt,
-                       "waits on the program's own mutexes and rwlocks, outside the allocator"});
+    w.steps.push_back({"other locks (waits + unlocks)", d.locks_delta_ns, "", false, std::nullopt,
+                       "the program's own mutexes and rwlocks, outside the allocator: contended waits and "
+                       "unlocks (sampled)"});
     w.steps.push_back({"condition waits (idle)", d.cond_delta_ns, "", false, std::nullopt,
                        "pthread_cond_wait: waiting for work or a signal by design"});
     w.steps.push_back({"none of the above", d.rest_delta_ns, "rest", false, std::nullopt, kUnexplainedTip});
@@ -156,8 +157,8 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
   totals.push_back({"coverage (thread time / wall time)", "", "",
                     fmt::format("{} / {}", d.coverage ? pct(*d.coverage) : "-", d.wall_coverage ? pct(*d.wall_coverage) : "-")});
   if (d.locks) {
-    totals.push_back({"other locks (contended waits)", format_duration_ns(d.base.lock_wait_ns),
-                      format_duration_ns(d.other.lock_wait_ns), signed_dur(d.locks_delta_ns)});
+    totals.push_back({"other locks (waits + unlocks)", format_duration_ns(d.base.lock_time_ns),
+                      format_duration_ns(d.other.lock_time_ns), signed_dur(d.locks_delta_ns)});
     totals.push_back({"top lock", d.base.top_lock.empty() ? "-" : d.base.top_lock,
                       d.other.top_lock.empty() ? "-" : d.other.top_lock, ""});
     totals.push_back({"condition waits (idle)", format_duration_ns(d.base.cond_wait_ns),

@@ -149,11 +149,11 @@ void add_locks(HtmlPage& page, const CostReport& r) {
   const LockReport& l = r.locks;
   if (!l.recorded) return;
   const std::string summary = fmt::format(
-      "Contended waits on the program's own mutexes and rwlocks: {} in {} waits, {} of thread time. Condition "
-      "waits (waiting for work by design, not contention): {} in {} waits. The allocator's own locks are not "
-      "in these figures.",
-      format_duration_ns(l.wait_ns), group_digits(l.waits), pct(l.share), format_duration_ns(l.cond_wait_ns),
-      group_digits(l.cond_waits));
+      "Contended waits on the program's own mutexes and rwlocks: {} in {} waits, {} of thread time; unlocking "
+      "(sampled, estimated): {}; lock time {}, {} of thread time. Condition waits (waiting for work by design, "
+      "not contention): {} in {} waits. The allocator's own locks are not in these figures.",
+      format_duration_ns(l.wait_ns), group_digits(l.waits), pct(l.share), format_duration_ns(l.unlock_ns),
+      format_duration_ns(l.time_ns), pct(l.time_share), format_duration_ns(l.cond_wait_ns), group_digits(l.cond_waits));
   std::vector<std::vector<std::string>> rows{{"lock", "kind", "waits", "wait", "share of thread time", "longest",
                                               "threads", "call site"}};
   auto add = [&](const LockRow& row) {

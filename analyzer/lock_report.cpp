@@ -26,6 +26,7 @@ const char* kind_name(uint8_t kind) {
     case format::LockKind::RwRead:
     case format::LockKind::RwWrite: return "rwlock";
     case format::LockKind::Cond: return "condition";
+    case format::LockKind::Unlock: return "mutex";
   }
   return "lock";
 }
@@ -48,6 +49,7 @@ struct SiteAcc {
 struct LockAcc {
   std::string kind;
   uint64_t waits = 0, ticks = 0, max_ticks = 0, timeouts = 0;
+  double unlock_ticks = 0;  // estimated
   std::set<uint32_t> threads;
   std::map<uint64_t, SiteAcc> sites;  // by call-site address
 };
@@ -60,7 +62,8 @@ std::string LockRow::name() const {
   return s.location.empty() ? s.site : fmt::format("{} ({})", s.site, s.location);
 }
 
-LockReport analyze_locks(const Profile& profile, double thread_time_ns, const LockOptions& options) {
+LockReport analyze_locks(const Profile& profile, double thread_time_ns, const std::map<uint32_t, double>& lifetimes_ns,
+                         const LockOptions& options) {
   LockReport r;
   r.recorded = profile.lock_mode();
   r.thread_time_ns = thread_time_ns;
@@ -69,13 +72,41 @@ LockReport analyze_locks(const Profile& profile, double thread_time_ns, const Lo
 
   std::map<std::pair<bool, uint64_t>, LockAcc> locks;  // (is condition, address)
   uint64_t lock_ticks = 0, cond_ticks = 0, dropped_ticks = 0;
+  double unlock_ticks = 0;
   for (const auto& [serial, rec] : profile.lock_waits) {
     r.dropped_waits += rec.header.dropped_waits;
     dropped_ticks += rec.header.dropped_ticks;
     r.waits += rec.header.dropped_waits;
     lock_ticks += rec.header.dropped_ticks;
     r.wait_ns_by_thread[serial] += static_cast<double>(profile.ticks_to_ns(rec.header.dropped_ticks));
+    r.time_ns_by_thread[serial] += static_cast<double>(profile.ticks_to_ns(rec.header.dropped_ticks));
+    r.unlocks += rec.header.unlocks;
+    r.unlocks_timed += rec.header.unlocks_timed;
+    double unlock_scale = rec.header.unlocks_timed
+                              ? static_cast<double>(rec.header.unlocks) / static_cast<double>(rec.header.unlocks_timed)
+                              : 0;
+    // A few timed unlocks that were preempted for milliseconds weigh 64 times their share: the
+    // estimate of a thread is capped at what its lifetime leaves after its waits (the cost
+    // model caps an allocator estimate the same way), and the capped threads are counted.
+    if (const auto life = lifetimes_ns.find(serial); life != lifetimes_ns.end() && unlock_scale > 0) {
+      uint64_t unlock_sampled = 0, waited = rec.header.dropped_ticks;
+      for (const format::LockWaitRow& row : rec.rows)
+        (row.kind == static_cast<uint8_t>(format::LockKind::Unlock) ? unlock_sampled : waited) += row.wait_ticks;
+      const double est_ns = profile.clock.to_ns_exact(static_cast<double>(unlock_sampled) * unlock_scale);
+      const double room_ns = std::max(0.0, life->second - static_cast<double>(profile.ticks_to_ns(waited)));
+      if (est_ns > room_ns) {
+        unlock_scale *= room_ns / est_ns;
+        ++r.capped_threads;
+      }
+    }
     for (const format::LockWaitRow& row : rec.rows) {
+      if (row.kind == static_cast<uint8_t>(format::LockKind::Unlock)) {
+        const double est = static_cast<double>(row.wait_ticks) * unlock_scale;
+        locks[{false, row.lock}].unlock_ticks += est;
+        unlock_ticks += est;
+        r.time_ns_by_thread[serial] += profile.clock.to_ns_exact(est);
+        continue;
+      }
       const bool cond = row.kind == static_cast<uint8_t>(format::LockKind::Cond);
       LockAcc& acc = locks[{cond, row.lock}];
       const std::string kind = kind_name(row.kind);
@@ -100,6 +131,7 @@ LockReport analyze_locks(const Profile& profile, double thread_time_ns, const Lo
         r.waits += row.waits;
         lock_ticks += row.wait_ticks;
         r.wait_ns_by_thread[serial] += ns;
+        r.time_ns_by_thread[serial] += ns;
       }
     }
   }
@@ -107,6 +139,9 @@ LockReport analyze_locks(const Profile& profile, double thread_time_ns, const Lo
   r.cond_wait_ns = static_cast<double>(profile.ticks_to_ns(cond_ticks));
   r.dropped_ns = static_cast<double>(profile.ticks_to_ns(dropped_ticks));
   r.share = thread_time_ns > 0 ? r.wait_ns / thread_time_ns : 0;
+  r.unlock_ns = profile.clock.to_ns_exact(unlock_ticks);
+  r.time_ns = r.wait_ns + r.unlock_ns;
+  r.time_share = thread_time_ns > 0 ? r.time_ns / thread_time_ns : 0;
   r.cond_share = thread_time_ns > 0 ? r.cond_wait_ns / thread_time_ns : 0;
 
   // The top locks of each list; only their call sites and stacks are symbolized.
@@ -114,7 +149,9 @@ LockReport analyze_locks(const Profile& profile, double thread_time_ns, const Lo
   std::vector<const Entry*> order;
   for (const auto& e : locks) order.push_back(&e);
   std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) {
-    return std::tie(a->second.ticks, a->first.second) > std::tie(b->second.ticks, b->first.second);
+    const double ta = static_cast<double>(a->second.ticks) + a->second.unlock_ticks;
+    const double tb = static_cast<double>(b->second.ticks) + b->second.unlock_ticks;
+    return std::tie(ta, a->first.second) > std::tie(tb, b->first.second);
   });
   std::vector<const Entry*> kept;
   size_t n_locks = 0, n_conds = 0;
@@ -153,6 +190,7 @@ LockReport analyze_locks(const Profile& profile, double thread_time_ns, const Lo
     row.timeouts = acc.timeouts;
     row.wait_ns = static_cast<double>(profile.ticks_to_ns(acc.ticks));
     row.max_ns = static_cast<double>(profile.ticks_to_ns(acc.max_ticks));
+    row.unlock_ns = profile.clock.to_ns_exact(acc.unlock_ticks);
     row.share = thread_time_ns > 0 ? row.wait_ns / thread_time_ns : 0;
     row.threads = static_cast<uint32_t>(acc.threads.size());
     for (const auto& [address, sa] : acc.sites) {
@@ -203,24 +241,25 @@ std::string chain_text(const LockSite& s) {
 
 std::string lock_table(const std::vector<LockRow>& rows, size_t width) {
   TextTable t({{"lock", TextTable::Align::Left}, {"kind", TextTable::Align::Left}, {"waits"}, {"wait"},
-               {"share"}, {"longest"}, {"threads"}, {"call site", TextTable::Align::Left}});
+               {"share"}, {"longest"}, {"unlock"}, {"threads"}, {"call site", TextTable::Align::Left}});
   for (const LockRow& l : rows) {
     bool first = true;
     for (const LockSite& s : l.sites) {
       if (first) {
         t.add_row({fmt::format("{:#x}", l.address), l.kind, group_digits(l.waits), format_duration_ns(l.wait_ns),
-                   pct(l.share), format_duration_ns(l.max_ns), std::to_string(l.threads), chain_text(s)});
+                   pct(l.share), format_duration_ns(l.max_ns), l.kind == "mutex" ? format_duration_ns(l.unlock_ns) : "",
+                   std::to_string(l.threads), chain_text(s)});
         if (l.sites.size() > 1) {
-          t.add_row({"", "", group_digits(s.waits), format_duration_ns(s.wait_ns), "", "", "", "  … of which here"});
+          t.add_row({"", "", group_digits(s.waits), format_duration_ns(s.wait_ns), "", "", "", "", "  … of which here"});
         }
       } else {
-        t.add_row({"", "", group_digits(s.waits), format_duration_ns(s.wait_ns), "", format_duration_ns(s.max_ns), "",
+        t.add_row({"", "", group_digits(s.waits), format_duration_ns(s.wait_ns), "", format_duration_ns(s.max_ns), "", "",
                    "  " + chain_text(s)});
       }
       first = false;
     }
   }
-  t.shrink_to_fit(7, width, 24);
+  t.shrink_to_fit(8, width, 24);
   return t.render();
 }
 
@@ -233,9 +272,18 @@ std::string lock_section_text(const LockReport& r, size_t width) {
   fields.add_row({"lock wait (mutexes, rwlocks)",
                   fmt::format("{} in {} contended waits: {} of thread time", format_duration_ns(r.wait_ns),
                               group_digits(r.waits), pct(r.share))});
+  fields.add_row({"unlock (sampled, est.)",
+                  fmt::format("{} in pthread_mutex_unlock ({} of {} calls timed): lock time {}, {} of thread time",
+                              format_duration_ns(r.unlock_ns), group_digits(r.unlocks_timed), group_digits(r.unlocks),
+                              format_duration_ns(r.time_ns), pct(r.time_share))});
   fields.add_row({"condition waits",
                   fmt::format("{} in {} waits ({} of thread time; waiting for work by design, not contention)",
                               format_duration_ns(r.cond_wait_ns), group_digits(r.cond_waits), pct(r.cond_share))});
+  if (r.capped_threads) {
+    fields.add_row({"capped", fmt::format("{} thread(s): the unlock estimate exceeded the thread's lifetime less its "
+                                          "waits (a few timed unlocks preempted for long), and was scaled down to it",
+                                          r.capped_threads)});
+  }
   if (r.dropped_waits) {
     fields.add_row({"not in the lock table", fmt::format("{} waits, {} (counted in the total)", group_digits(r.dropped_waits),
                                                          format_duration_ns(r.dropped_ns))});
@@ -260,6 +308,8 @@ void write_lock_report_json(JsonWriter& w, const LockReport& r) {
   if (r.recorded) {
     w.field("thread_time_ns", r.thread_time_ns);
     w.field("waits", r.waits).field("wait_ns", r.wait_ns).field("share", r.share);
+    w.field("unlock_ns", r.unlock_ns).field("unlocks", r.unlocks).field("unlocks_timed", r.unlocks_timed);
+    w.field("time_ns", r.time_ns).field("time_share", r.time_share).field("capped_threads", r.capped_threads);
     w.field("cond_waits", r.cond_waits).field("cond_wait_ns", r.cond_wait_ns).field("cond_share", r.cond_share);
     w.field("dropped_waits", r.dropped_waits).field("dropped_ns", r.dropped_ns);
     auto rows = [&](const char* name, const std::vector<LockRow>& list) {
@@ -267,7 +317,7 @@ void write_lock_report_json(JsonWriter& w, const LockReport& r) {
       for (const LockRow& l : list) {
         w.begin_object();
         w.field("address", fmt::format("{:#x}", l.address)).field("kind", l.kind).field("name", l.name());
-        w.field("waits", l.waits).field("wait_ns", l.wait_ns).field("max_ns", l.max_ns);
+        w.field("waits", l.waits).field("wait_ns", l.wait_ns).field("max_ns", l.max_ns).field("unlock_ns", l.unlock_ns);
         w.field("share", l.share).field("threads", l.threads).field("timeouts", l.timeouts);
         w.key("sites").begin_array();
         for (const LockSite& s : l.sites) {

@@ -31,6 +31,14 @@ EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const struct timespec* t)
   return contended_mutex_lock(m, t, __builtin_return_address(0));
 }
 
+EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
+  if (!trace_this_lock()) return g_real_locks.mutex_unlock(m);
+  t_unlocks++;
+  if (__builtin_expect(t_unlock_countdown-- != 0, 1)) return g_real_locks.mutex_unlock(m);
+  return sampled_mutex_unlock(m, __builtin_return_address(0));
+}
+
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
   if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
   if (!trace_this_lock()) return g_real_locks.rwlock_rdlock(l);

@@ -21,6 +21,7 @@ struct LockTable {
   uint64_t waits;             // all recorded waits of the thread (rows and dropped)
   uint64_t waits_at_flush;    // `waits` as of the last LockWaits chunk
   uint64_t dropped_waits, dropped_ticks;
+  uint64_t unlocks, unlocks_timed;  // pthread_mutex_unlock: all (as of the last timed one), timed
   uint16_t index[kLockIndexSize];  // 0 = empty, else row number + 1
   format::LockWaitRow rows[kLockRows];
 };

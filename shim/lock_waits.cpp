@@ -16,6 +16,8 @@
 namespace allocscope {
 
 RealLocks g_real_locks;
+__thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
+__thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
 bool g_real_locks_resolved = false;
 bool g_lock_waits = false;
 
@@ -53,11 +55,13 @@ bool resolve_real_locks() {
       resolve(r.rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
       resolve(r.cond_wait, "pthread_cond_wait");
       resolve(r.cond_timedwait, "pthread_cond_timedwait");
+      resolve(r.mutex_unlock, "pthread_mutex_unlock");
       t_resolving = 0;
       errno = saved;
       if (!r.mutex_lock || !r.mutex_trylock || !r.mutex_timedlock || !r.rwlock_rdlock ||
           !r.rwlock_tryrdlock || !r.rwlock_timedrdlock || !r.rwlock_wrlock ||
-          !r.rwlock_trywrlock || !r.rwlock_timedwrlock || !r.cond_wait || !r.cond_timedwait) {
+          !r.rwlock_trywrlock || !r.rwlock_timedwrlock || !r.cond_wait || !r.cond_timedwait ||
+          !r.mutex_unlock) {
         static const char msg[] =
             "allocscope: cannot find the real pthread lock functions with dlsym(RTLD_NEXT); "
             "giving up\n";
@@ -141,6 +145,41 @@ void record_wait(const void* lock, void* site, format::LockKind kind, uint64_t d
 
 }  // namespace
 
+int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
+  // The next countdown: 32..95 from a per-thread xorshift of the tick (cheap, never periodic).
+  const uint64_t t0 = ticks();
+  uint64_t x = t0 ^ (t_unlocks << 17);
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  t_unlock_countdown = 32 + static_cast<uint32_t>((x * 0x2545f4914f6cdd1dull) >> 58);
+  const int r = g_real_locks.mutex_unlock(m);
+  const uint64_t t1 = ticks();
+  const int saved = errno;
+  Slot* s = enter();
+  if (s) {
+    if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
+      LockTable& t = s->locks;
+      store_shared(t.unlocks, t_unlocks);
+      bump(t.unlocks_timed, 1);
+      format::LockWaitRow* row = row_for(t, reinterpret_cast<uint64_t>(m), reinterpret_cast<uint64_t>(site),
+                                         static_cast<uint8_t>(format::LockKind::Unlock));
+      const uint64_t d = t1 - t0;
+      if (row) {
+        bump(row->waits, 1);
+        bump(row->wait_ticks, d);
+        if (d > peek(row->max_ticks)) __atomic_store_n(&row->max_ticks, d, __ATOMIC_RELAXED);
+      }
+      // (An unlock dropped for a full table still counts in unlocks_timed: its time is then
+      // missing from the rows, and the estimate errs low.)
+      bump(t.waits, 1);
+    }
+    leave();
+  }
+  errno = saved;
+  return r;
+}
+
 int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, void* site) {
   const uint64_t t0 = ticks();
   const int r = timeout ? g_real_locks.mutex_timedlock(m, timeout) : g_real_locks.mutex_lock(m);
@@ -191,6 +230,8 @@ bool write_lock_waits(Slot* s) {
   lh->count = n;
   lh->dropped_waits = peek(t.dropped_waits);
   lh->dropped_ticks = peek(t.dropped_ticks);
+  lh->unlocks = peek(t.unlocks);
+  lh->unlocks_timed = peek(t.unlocks_timed);
   for (uint32_t i = 0; i < n; i++) {
     const format::LockWaitRow& src = t.rows[i];
     format::LockWaitRow& dst = rows[i];

@@ -39,6 +39,7 @@ struct RealLocks {
   int (*rwlock_timedwrlock)(pthread_rwlock_t*, const struct timespec*);
   int (*cond_wait)(pthread_cond_t*, pthread_mutex_t*);
   int (*cond_timedwait)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*);
+  int (*mutex_unlock)(pthread_mutex_t*);
 };
 
 extern RealLocks g_real_locks;
@@ -63,6 +64,13 @@ inline bool trace_this_lock() {
 int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, void* site);
 int contended_rwlock(pthread_rwlock_t* l, bool write, const struct timespec* timeout, void* site);
 int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* timeout, void* site);
+
+// pthread_mutex_unlock: with a waiter it is a system call (musl wakes on every contended unlock),
+// which is the lock's cost too.  Timed on a sample: when the thread's countdown runs out, drawn
+// again each time from 32..95 (about 1 in 64, never in step with a program's own period).
+extern __thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
+int sampled_mutex_unlock(pthread_mutex_t* m, void* site);
 
 // For the flushers (slot_registry.cpp): whether the slot has waits not yet written, and the
 // LockWaits chunk of its rows (after its ThreadStats snapshot: same seq).

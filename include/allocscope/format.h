@@ -276,10 +276,13 @@ static_assert(sizeof(ModuleRecord) == 32);
 // the program's pthread_mutex_lock / _timedlock, pthread_rwlock_{rd,wr}lock / _timed{rd,wr}lock
 // and pthread_cond_wait / _timedwait.  A lock is tried first (trylock): only when that fails is
 // the wait timed, from before the real call to its return.  A condition wait is always timed (it
-// is a wait by design, not contention: kind Cond).  Calls made from inside the allocator (its own
+// is a wait by design, not contention: kind Cond).  pthread_mutex_unlock is timed on a sample of
+// calls (about 1 in 64, at pseudo-random intervals), kind Unlock: its rows hold the *sampled*
+// calls and their time, and the header's unlocks / unlocks_timed scales them to all of the
+// thread's (a contended unlock may wake a waiter: a system call).  Calls made from inside the allocator (its own
 // locks) or the shim are not recorded.  A thread's rows are cumulative: the chunk with the
 // highest seq of a thread_serial replaces the earlier ones.
-enum class LockKind : uint8_t { Mutex = 1, RwRead = 2, RwWrite = 3, Cond = 4 };
+enum class LockKind : uint8_t { Mutex = 1, RwRead = 2, RwWrite = 3, Cond = 4, Unlock = 5 };
 struct LockWaitsHeader {
   uint32_t thread_serial;
   uint32_t seq;            // increasing per thread
@@ -287,12 +290,14 @@ struct LockWaitsHeader {
   uint32_t reserved;
   uint64_t dropped_waits;  // waits not in any row (the thread's table was full)
   uint64_t dropped_ticks;  // and their time
+  uint64_t unlocks;        // pthread_mutex_unlock calls of the thread, up to its last timed one
+  uint64_t unlocks_timed;  // of which timed (in Unlock rows, or dropped)
 };
-static_assert(sizeof(LockWaitsHeader) == 32);
+static_assert(sizeof(LockWaitsHeader) == 48);
 struct LockWaitRow {
   uint64_t lock;        // the lock's address (for Cond: the condition variable's)
   uint64_t site;        // return address of the call into the lock function (the call site)
-  uint64_t waits;       // contended calls (trylock failed; for Cond: every call)
+  uint64_t waits;       // contended calls (trylock failed; Cond: every call; Unlock: the timed ones)
   uint64_t wait_ticks;  // their summed duration
   uint64_t max_ticks;   // the longest
   uint32_t stack_id;    // a call stack of one of these waits in this thread's Stacks, 0 = none

@@ -60,6 +60,13 @@ class LockWaits(E2ETestCase):
                 self.assertAlmostEqual(top["share"], top["wait_ns"] / locks["thread_time_ns"], places=6)
                 self.assertGreater(locks["share"], 0)
                 self.assertLess(locks["share"], 1)
+                # Unlocks are timed on a sample (about 1 in 64) and scaled: every worker unlocked
+                # its own mutex 20 times a round, so some were timed.
+                self.assertGreater(locks["unlocks"], THREADS * ROUNDS * 20)
+                self.assertGreater(locks["unlocks_timed"], 0)
+                self.assertLess(locks["unlocks_timed"], locks["unlocks"] / 16)
+                self.assertGreater(locks["unlock_ns"], 0)
+                self.assertAlmostEqual(locks["time_ns"], locks["wait_ns"] + locks["unlock_ns"], delta=1)
                 # The threads' own mutexes were never contended: no wait at all, so no row.
                 sites = [s["site"] for lock in locks["locks"] for s in lock["sites"]]
                 self.assertNotIn("private_section", sites)
@@ -103,7 +110,7 @@ class LockWaits(E2ETestCase):
                 self.assertTrue(d["base"]["locks_recorded"] and d["other"]["locks_recorded"])
                 self.assertGreater(d["measured_delta_ns"], 0)
                 lk = d["locks"]
-                self.assertAlmostEqual(lk["delta_ns"], d["other"]["lock_wait_ns"] - d["base"]["lock_wait_ns"], delta=1)
+                self.assertAlmostEqual(lk["delta_ns"], d["other"]["lock_time_ns"] - d["base"]["lock_time_ns"], delta=1)
                 self.assertAlmostEqual(lk["rest_delta_ns"], d["measured_delta_ns"] - d["attributed_delta_ns"]
                                        - lk["delta_ns"] - lk["cond_delta_ns"], delta=1)
                 # Four threads fight over 200 µs sections: OTHER waits for the lock, BASE hardly.
@@ -117,7 +124,7 @@ class LockWaits(E2ETestCase):
                                        places=6)
                 self.assertTrue(d["other"]["top_lock"].startswith("contended_section"), d["other"])
                 text = self.cli("diff", base, other)
-                self.assertIn("other locks (contended waits)", text)
+                self.assertIn("other locks (waits + unlocks)", text)
                 self.assertIn("contended_section", text)
 
 

@@ -54,7 +54,7 @@ class ShimBinary(unittest.TestCase):
         """record --locks: the shim's pthread lock functions forward (dlsym RTLD_NEXT) to the C
         library's own, and try first with the trylocks: every one must exist in both libcs."""
         exported = dynamic_symbols(SHIM, undefined=False)
-        locks = {"pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_rwlock_rdlock",
+        locks = {"pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_unlock", "pthread_rwlock_rdlock",
                  "pthread_rwlock_wrlock", "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock",
                  "pthread_cond_wait", "pthread_cond_timedwait"}
         self.assertEqual(locks, {name for name in exported if name.startswith("pthread_")})
