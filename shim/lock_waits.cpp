@@ -146,13 +146,14 @@ void record_wait(const void* lock, void* site, format::LockKind kind, uint64_t d
 }  // namespace
 
 int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
-  // The next countdown: 32..95 from a per-thread xorshift of the tick (cheap, never periodic).
+  // The next countdown: 128..383 from a xorshift of the tick and the thread's count (never
+  // periodic).
   const uint64_t t0 = ticks();
   uint64_t x = t0 ^ (t_unlocks << 17);
   x ^= x >> 12;
   x ^= x << 25;
   x ^= x >> 27;
-  t_unlock_countdown = 32 + static_cast<uint32_t>((x * 0x2545f4914f6cdd1dull) >> 58);
+  t_unlock_countdown = 128 + static_cast<uint32_t>((x * 0x2545f4914f6cdd1dull) >> 56);
   const int r = g_real_locks.mutex_unlock(m);
   const uint64_t t1 = ticks();
   const int saved = errno;

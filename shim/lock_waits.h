@@ -67,7 +67,7 @@ int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespe
 
 // pthread_mutex_unlock: with a waiter it is a system call (musl wakes on every contended unlock),
 // which is the lock's cost too.  Timed on a sample: when the thread's countdown runs out, drawn
-// again each time from 32..95 (about 1 in 64, never in step with a program's own period).
+// again each time from 128..383 (about 1 in 256, never in step with a program's own period).
 extern __thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
 int sampled_mutex_unlock(pthread_mutex_t* m, void* site);

@@ -277,7 +277,7 @@ static_assert(sizeof(ModuleRecord) == 32);
 // and pthread_cond_wait / _timedwait.  A lock is tried first (trylock): only when that fails is
 // the wait timed, from before the real call to its return.  A condition wait is always timed (it
 // is a wait by design, not contention: kind Cond).  pthread_mutex_unlock is timed on a sample of
-// calls (about 1 in 64, at pseudo-random intervals), kind Unlock: its rows hold the *sampled*
+// calls (about 1 in 256, at pseudo-random intervals), kind Unlock: its rows hold the *sampled*
 // calls and their time, and the header's unlocks / unlocks_timed scales them to all of the
 // thread's (a contended unlock may wake a waiter: a system call).  Calls made from inside the allocator (its own
 // locks) or the shim are not recorded.  A thread's rows are cumulative: the chunk with the

@@ -60,11 +60,12 @@ class LockWaits(E2ETestCase):
                 self.assertAlmostEqual(top["share"], top["wait_ns"] / locks["thread_time_ns"], places=6)
                 self.assertGreater(locks["share"], 0)
                 self.assertLess(locks["share"], 1)
-                # Unlocks are timed on a sample (about 1 in 64) and scaled: every worker unlocked
+                # Unlocks are timed on a sample (about 1 in 256) and scaled: every worker unlocked
                 # its own mutex 20 times a round, so some were timed.
-                self.assertGreater(locks["unlocks"], THREADS * ROUNDS * 20)
+                # (a thread's count reaches its last timed unlock: up to 383 calls short)
+                self.assertGreater(locks["unlocks"], THREADS * (ROUNDS * 21 - 384))
                 self.assertGreater(locks["unlocks_timed"], 0)
-                self.assertLess(locks["unlocks_timed"], locks["unlocks"] / 16)
+                self.assertLess(locks["unlocks_timed"], locks["unlocks"] / 64)
                 self.assertGreater(locks["unlock_ns"], 0)
                 self.assertAlmostEqual(locks["time_ns"], locks["wait_ns"] + locks["unlock_ns"], delta=1)
                 # The threads' own mutexes were never contended: no wait at all, so no row.
