@@ -41,7 +41,7 @@ constexpr std::string_view kUsage =
     "  --runs N            runs per row (default 3)\n"
     "  --sample N          as record's --sample, in every row: short runs need a small N\n"
     "  --locks             as record's --locks, in every row: adds the columns 'other locks' (the\n"
-    "                      program's own contended lock waits over thread time) and 'alloc+locks'\n"
+    "                      program's own lock time, waits and unlocks, over thread time) and 'alloc+locks'\n"
     "                      (the part of the gap that the allocator and those waits explain)\n"
     "                      for enough timed calls (default: the shim's)\n"
     "  --variant NAME=PROGRAM\n"

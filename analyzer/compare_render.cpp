@@ -99,7 +99,7 @@ std::string footnote(const CompareResult& r) {
         }
         return std::string();
       }(),
-      r.locks ? "; other locks: the program's own contended lock waits over the threads' time (record --locks); "
+      r.locks ? "; other locks: the program's own lock time (contended waits and unlocks) over the threads' time (record --locks); "
                 "alloc+locks: the part of the gap that the allocator and those waits explain together"
               : "");
 }
