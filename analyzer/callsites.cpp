@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -84,6 +85,8 @@ CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions
   if (profile.process) r.program = profile.process->exe;
   r.class_table = std::string(src.table->name());
   r.trace = src.trace;
+  r.estimated = src.estimated;
+  r.allocator_time_ns = src.allocator_time_ns;
   r.calls = src.calls;
   r.stacks = profile.stacks.stacks().size();
 
@@ -125,7 +128,7 @@ CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions
   std::map<std::pair<uint32_t, std::string>, CallSiteRow> rows;  // (class, site)
   std::set<std::string> used_sites;
   for (const auto& [key, cost] : src.costs) {
-    const uint64_t ns = profile.ticks_to_ns(cost.ticks);
+    const auto ns = static_cast<uint64_t>(std::llround(cost_ns(src, cost)));
     if (key.stack == kNoStack) {
       r.calls_without_stack += cost.calls;
       r.time_without_stack_ns += ns;
@@ -178,12 +181,13 @@ CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions
 }
 
 CallSiteReport analyze_callsites(const std::filesystem::path& path, const CallSiteOptions& options) {
-  return callsite_report(load_stack_costs(path), options);
+  return callsite_report(load_estimated_stack_costs(path), options);
 }
 
 void write_callsite_fields(JsonWriter& w, const CallSiteReport& r) {
   w.field("stack_calls", r.calls_with_stack).field("stackless_calls", r.calls_without_stack);
   w.field("stack_time_ns", r.time_with_stack_ns).field("stackless_time_ns", r.time_without_stack_ns);
+  w.field("time_estimated", r.estimated).field("allocator_time_ns", static_cast<int64_t>(std::llround(r.allocator_time_ns)));
   w.field("stacks", r.stacks).field("sites", r.sites);
   w.key("callsites").begin_array();
   for (const CallSiteRow& c : r.rows) {
@@ -213,6 +217,7 @@ std::string callsites_json(const CallSiteReport& r) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
+  w.field("schema", "allocscope-callsites/1");
   w.field("file", r.file).field("program", r.program).field("trace", r.trace);
   w.field("class_table", r.class_table).field("calls", r.calls);
   write_callsite_fields(w, r);
@@ -235,6 +240,13 @@ std::string callsites_body_text(const CallSiteReport& r, size_t width) {
   out += fmt::format("  {} of {} {} carry a stack ({} distinct stacks, {} call sites)\n\n",
                      group_digits(r.calls_with_stack), group_digits(r.calls), r.trace ? "calls" : "timed calls",
                      group_digits(r.stacks), group_digits(r.sites));
+  if (r.estimated) {
+    out += fmt::format("  time: the report's estimate of allocator time, {} in all: {} at these stacks,\n"
+                       "  {} without a stack; apportioned over the stacks by their own {}\n\n",
+                       format_duration_ns(r.allocator_time_ns), format_duration_ns(static_cast<double>(r.time_with_stack_ns)),
+                       format_duration_ns(static_cast<double>(r.time_without_stack_ns)),
+                       r.trace ? "calls' times" : "timed calls (a sample)");
+  }
   TextTable table({{"size class", Align::Left}, {"call site", Align::Left}, {"where", Align::Left},
                    {"calls"}, {"time"}, {"bytes"}, {"leaked"}});
   std::string last_class;

@@ -79,6 +79,8 @@ struct CallSiteReport {
   uint64_t calls = 0;                 // calls the costs come from
   uint64_t calls_with_stack = 0, calls_without_stack = 0;
   uint64_t time_with_stack_ns = 0, time_without_stack_ns = 0;
+  bool estimated = false;             // times are the cost model's estimate (apply_estimate)
+  double allocator_time_ns = 0;       // … which adds up to this, stacks and "no stack" together
   uint64_t stacks = 0;                // distinct stacks
   uint64_t sites = 0;                 // distinct call sites
   std::vector<CallSiteRow> rows;      // per class in size order, costliest first within a class

@@ -26,7 +26,8 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: allocscope compare [--allocators LIST] [--runs N] [--variant NAME=PROGRAM]...\n"
-    "                          [--sample N] [--locks] [--json | --markdown | --html OUT] [-o DIR] [--keep]\n"
+    "                          [--sample N] [--locks] [--json | --markdown | --html OUT [--force]]\n"
+    "                          [-o DIR] [--keep]\n"
     "                          [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD under each allocator, and PROGRAM ARGS... for each variant, N times each, interleaved,\n"
@@ -50,6 +51,7 @@ constexpr std::string_view kUsage =
     "  --json              the table as JSON (schema in docs/compare.md)\n"
     "  --markdown          the table as Markdown\n"
     "  --html OUT          a self-contained HTML page (bars and the table) to OUT instead\n"
+    "  --force             overwrite OUT if it exists (without it, an existing OUT is an error)\n"
     "  -o, --output DIR    write the profiles and each run's output there (created; must be\n"
     "                      empty); default: a new directory under $TMPDIR, removed at the end\n"
     "  --keep              keep the default directory and say where it is\n"
@@ -266,6 +268,7 @@ int compare_command(CommandArgs args) {
     return 0;
   }
   const CompareOptions& options = *parsed;
+  if (!options.html.empty()) refuse_overwrite(options.html, options.force);  // before the runs
   CompareResult result;
   result.command = options.command;
   result.runs_per_row = options.runs;
@@ -306,7 +309,7 @@ int compare_command(CommandArgs args) {
     case CompareFormat::Markdown: out = compare_markdown(result); break;
     case CompareFormat::Html: {
       const std::string page = compare_html(result);
-      write_html_file(options.html, page);
+      write_html_file(options.html, page, options.force);
       fmt::print(stderr, "allocscope: compare: wrote {} ({} KiB)\n", options.html.string(), page.size() / 1024);
       break;
     }

@@ -51,6 +51,7 @@ struct CompareOptions {
   bool keep = false;                                // keep the default directory
   std::vector<std::string> command;                 // CMD ARGS…
   std::filesystem::path html;                       // --html OUT: the page, instead of the text
+  bool force = false;                               // --force: --html may overwrite OUT
 };
 
 // The allocators compared when --allocators is not given.
@@ -103,8 +104,10 @@ struct CompareRow {
   std::string allocator_seen;              // what the profile says provided malloc
   std::optional<double> allocator_share;   // of thread time
   std::optional<double> wait_share;        // of the allocator time
+  std::optional<double> slow_share;        // of the allocator time: slow but running
   std::optional<ContentionVerdict> contention;  // of the median run (contention_verdict.h)
   std::optional<double> allocator_error_share;  // the ± bound of allocator_share
+  bool allocator_unsure = false;           // the report's allocator time is unsure (bound > half of it)
   uint64_t timed_calls = 0;                // of the median run
   std::vector<ClassCost> top_classes;      // costliest first, at most 3
   std::string analysis_error;              // why allocator_share is missing

@@ -104,6 +104,8 @@ std::optional<CompareOptions> parse_compare_options(CommandArgs args) {
       json = true;
     } else if (arg == "--markdown") {
       markdown = true;
+    } else if (arg == "--force") {
+      options.force = true;
     } else if (arg == "--keep") {
       options.keep = true;
     } else {
@@ -116,6 +118,7 @@ std::optional<CompareOptions> parse_compare_options(CommandArgs args) {
   if (!options.html.empty() && (json || markdown))
     throw UsageError("compare: --html excludes --json and --markdown");
   if (!options.html.empty()) options.format = CompareFormat::Html;
+  if (options.force && options.html.empty()) throw UsageError("compare: --force goes with --html");
   if (json) options.format = CompareFormat::Json;
   if (markdown) options.format = CompareFormat::Markdown;
   if (!allocators_given) options.allocators = default_compare_allocators();

@@ -17,7 +17,6 @@ namespace allocscope {
 namespace {
 
 constexpr size_t kWidth = 100;
-constexpr double kSmallGap = 0.02;   // a thread-time gap under 2 % of the baseline's: coverage is noise
 
 std::string command_line(const std::vector<std::string>& command) {
   std::string line;
@@ -31,14 +30,10 @@ std::string signed_percent(double pct) { return fmt::format("{:+.1f} %", pct); }
 
 std::string opt_percent(const std::optional<double>& fraction) { return fraction ? percent(*fraction) : "-"; }
 
-bool small_gap(const CompareRow& row) {
-  return row.thread_gap_share && std::fabs(*row.thread_gap_share) < kSmallGap;
-}
-
 std::string coverage_cell(const CompareRow& row, bool first) {
   if (first) return "baseline";
   if (!row.coverage) return "-";
-  return fmt::format("{:.0f} %{}", 100 * *row.coverage, small_gap(row) ? "*" : "");
+  return fmt::format("{:.0f} %", 100 * *row.coverage);
 }
 
 std::string classes_cell(const CompareRow& row) {
@@ -60,7 +55,7 @@ std::vector<std::string> cells(const CompareRow& row, bool first, bool with_clas
                                     fmt::format("{:.3f} s", row.wall_ns / 1e9),
                                     first ? "-" : signed_percent(row.delta_pct),
                                     format_bytes(static_cast<ByteCount>(std::llround(row.maxrss_kb)) * 1024),
-                                    opt_percent(row.allocator_share),
+                                    opt_percent(row.allocator_share) + (row.allocator_unsure ? " unsure" : ""),
                                     opt_percent(row.wait_share),
                                     row.contention ? contention_kind_name(row.contention->kind) : "-",
                                     coverage_cell(row, first)};
@@ -89,16 +84,10 @@ std::string footnote(const CompareResult& r) {
       "order); wall (fork to exit) and max RSS (wait4) are medians of the runs that exited 0. Δ wall is against "
       "{}.{} allocator: estimated time inside the allocator over the threads' time; waiting: its blocked share; "
       "costliest classes: share of allocator time; coverage: the part of the thread-time gap to {} that the "
-      "allocator explains (allocscope diff of the median runs){}{}.",
+      "allocator explains (allocscope diff of the median runs; none when the gap is under 2 % of thread time){}.",
       r.runs_per_row, r.runs_per_row == 1 ? "run" : "runs", baseline,
       r.sample_every ? fmt::format(" The shim timed calls with --sample {} in every row.", *r.sample_every) : "",
       baseline,
-      [&] {
-        for (const auto& row : r.rows) {
-          if (small_gap(row)) return std::string("; * the gap is under 2 % of thread time, its coverage mostly noise");
-        }
-        return std::string();
-      }(),
       r.locks ? "; other locks: the program's own lock time (contended waits and unlocks) over the threads' time (record --locks); "
                 "alloc+locks: the part of the gap that the allocator and those waits explain together"
               : "");
@@ -190,7 +179,7 @@ std::string compare_json(const CompareResult& r) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
-  w.field("schema", "allocscope-compare/1");
+  w.field("schema", "allocscope-compare/2");
   w.key("command").begin_array();
   for (const auto& arg : r.command) w.value(arg);
   w.end_array();
@@ -207,11 +196,12 @@ std::string compare_json(const CompareResult& r) {
     w.field("allocator_library", row.spec.allocator ? std::optional<std::string>(row.spec.allocator->string())
                                                     : std::nullopt);
     w.field("allocator_seen", row.allocator_seen.empty() ? std::optional<std::string>() : row.allocator_seen);
-    w.field("wall_s", rounded(row.wall_ns / 1e9, 1e6));
+    w.field("wall_ns", static_cast<int64_t>(std::llround(row.wall_ns)));
     w.field("maxrss_kb", static_cast<int64_t>(std::llround(row.maxrss_kb)));
     w.field("delta_pct", rounded(row.delta_pct, 1e2));
     w.field("allocator_share", rounded(row.allocator_share, 1e4));
     w.field("allocator_share_error", rounded(row.allocator_error_share, 1e4));
+    w.field("allocator_share_unsure", row.allocator_unsure);
     w.field("wait_share", rounded(row.wait_share, 1e4));
     if (row.contention) {
       w.key("contention").begin_object();
@@ -246,7 +236,7 @@ std::string compare_json(const CompareResult& r) {
     w.key("runs").begin_array();
     for (const auto& run : row.runs) {
       w.begin_object();
-      w.field("round", run.round + 1).field("wall_s", rounded(run.wall_ns / 1e9, 1e6));
+      w.field("round", run.round + 1).field("wall_ns", static_cast<int64_t>(std::llround(run.wall_ns)));
       w.field("maxrss_kb", static_cast<int64_t>(run.maxrss_kb)).field("status", run.status);
       w.field("profile", run.profile ? std::optional<std::string>(run.profile->string()) : std::nullopt);
       w.end_object();
@@ -286,12 +276,13 @@ std::string compare_verdict(const CompareResult& r) {
                                  worst->delta_pct >= 0 ? "slower" : "faster", r.rows.front().spec.name,
                                  worst->delta_pct);
   if (worst->coverage) {
-    text += fmt::format("; the allocator explains {:.0f} % of the thread-time gap{}", 100 * *worst->coverage,
-                        small_gap(*worst) ? " (a gap under 2 % of thread time: mostly noise)" : "");
+    text += fmt::format("; the allocator explains {:.0f} % of the thread-time gap", 100 * *worst->coverage);
   } else if (!worst->coverage_reason.empty()) {
     text += "; no coverage: " + worst->coverage_reason;
   }
-  if (worst->allocator_share) {
+  if (worst->allocator_share && worst->allocator_unsure) {
+    text += ". Its allocator's share of thread time is unsure (run too short: record longer, or with a smaller --sample)";
+  } else if (worst->allocator_share) {
     text += fmt::format(". Its allocator takes {} of thread time", percent(*worst->allocator_share));
     if (worst->wait_share) text += fmt::format(", {} of that waiting", percent(*worst->wait_share));
     if (worst->contention) text += fmt::format("; contention: {}", contention_kind_name(worst->contention->kind));
@@ -310,25 +301,27 @@ std::string compare_html(const CompareResult& r) {
 
   CompareBarTable bars;
   bars.label = "Wall time per row, with the allocator's share";
-  bars.share_names = {"allocator, running", "allocator, waiting"};
+  // The allocator's time split as report splits it, in the same colours (html_page.cpp).
+  bars.share_names = {"fast path", "slow but running", "waiting (blocked)"};
   for (const auto& row : r.rows) {
     CompareBarRow bar;
     bar.name = row_label(row);
     if (row.ok_runs > 0 || row.wall_ns > 0) bar.wall_ns = row.wall_ns;
     const double share = row.allocator_share.value_or(0.0);
     const double wait = row.wait_share.value_or(0.0);
-    bar.shares = {share * (1 - wait), share * wait};
+    const double slow = std::min(row.slow_share.value_or(0.0), std::max(0.0, 1 - wait));
+    bar.shares = {share * (1 - wait - slow), share * slow, share * wait};
     bars.rows.push_back(std::move(bar));
   }
   page.section("Wall time per row",
                "Each bar is a row's median wall time; its first parts are the allocator's estimated "
-               "share of the threads' time (running, then blocked waiting), drawn as that fraction of "
-               "the bar.",
+               "share of the threads' time (fast path, slow but running, then blocked waiting), drawn "
+               "as that fraction of the bar.",
                compare_bars_html(bars));
 
   std::vector<std::vector<std::string>> table{columns(r.locks)};
   for (size_t i = 0; i < r.rows.size(); ++i) table.push_back(cells(r.rows[i], i == 0, true, r.locks));
-  page.section("The table", footnote(r), html_table(table));
+  page.section("The table", footnote(r), html_table(table, true));
 
   const auto notes = all_notes(r);
   if (!notes.empty()) {

@@ -79,12 +79,14 @@ void analyze(CompareRow& row) {
     }
     row.allocator_share = report.allocator_share;
     row.wait_share = report.contention.wait_share;
+    if (report.allocator_time_ns > 0) row.slow_share = report.split.slow_ns / report.allocator_time_ns;
     row.contention = report.contention.verdict;
     if (report.locks.recorded) {
       row.lock_share = report.locks.time_share;
       if (!report.locks.locks.empty()) row.top_lock = report.locks.locks.front().name();
     }
     if (report.thread_time_ns > 0) row.allocator_error_share = report.allocator_error_ns / report.thread_time_ns;
+    row.allocator_unsure = report.allocator_unsure;
     std::vector<const ClassRow*> classes;
     for (const auto& c : report.classes) {
       if (c.time_ns > 0) classes.push_back(&c);
@@ -125,7 +127,7 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
     row.wall_coverage = diff.wall_coverage;
     row.explained = diff.explained;
     if (diff.base.thread_time_ns > 0) row.thread_gap_share = diff.measured_delta_ns / diff.base.thread_time_ns;
-    if (!row.coverage) row.coverage_reason = "the two median runs take the same thread time: no gap to attribute";
+    if (!row.coverage) row.coverage_reason = "the two median runs take the same thread time within 2 %: no gap to attribute";
   } catch (const std::exception& error) {
     row.coverage_reason = error.what();
   }
@@ -156,10 +158,10 @@ void add_notes(CompareResult& result) {
     if (!row.analysis_error.empty()) {
       result.notes.push_back(fmt::format("{}: no attribution: {}", row.spec.name, row.analysis_error));
     } else if (row.allocator_share && row.allocator_error_share &&
-               *row.allocator_error_share > kUncertain * *row.allocator_share) {
+               (row.allocator_unsure || *row.allocator_error_share > kUncertain * *row.allocator_share)) {
       result.notes.push_back(fmt::format(
-          "{}: the allocator's share is uncertain: {:.1f} % ± {:.1f} from {} timed calls (record longer, or with a "
-          "smaller --sample)",
+          "{}: the allocator's share is unsure: {:.1f} % ± {:.1f} % of thread time, from {} timed calls (record "
+          "longer, or with a smaller --sample)",
           row.spec.name, 100 * *row.allocator_share, 100 * *row.allocator_error_share, group_digits(row.timed_calls)));
     }
   }

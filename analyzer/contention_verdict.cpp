@@ -1,4 +1,4 @@
-// contention_verdict.cpp — the exclusion ratio and the verdict drawn from it (contention_verdict.h).
+// contention_verdict.cpp — the measure of exclusion and the verdict drawn from it (contention_verdict.h).
 #include "contention_verdict.h"
 
 #include <algorithm>
@@ -8,73 +8,100 @@ namespace allocscope {
 namespace {
 
 // Thresholds of docs/analysis.md, "Contention verdict".
-constexpr double kExcludedBelow = 0.7;       // ratio's upper bound below this: calls wait for each other
-constexpr double kParallelAbove = 0.8;       // ratio's lower bound above this: they do not
-constexpr double kClassExcluded = 0.6;       // a class is clearly excluded: R_c + 3σ below this
-constexpr double kClassParallel = 0.8;       // … clearly not: R_c - 3σ above this
-constexpr double kGlobalMaxParallel = 0.02;  // a global lock leaves (almost) no class running side by side
-constexpr double kPartialMinParallel = 0.25; // partial: at least this share of met calls in parallel classes
+constexpr double kTurnsBelow = 0.9;          // Q's upper bound (2σ) below this: calls take turns
+constexpr double kExcludedAbove = 0.55;      // S's lower bound (2σ) above this: met calls are slower
+constexpr double kParallelBelow = 0.52;      // S's upper bound (3σ) below this: they do not
+constexpr double kByAllocatingBelow = 0.55;  // … and the same over allocating neighbours, if measured, below this
+constexpr double kDisturbedBelow = 0.45;     // S's upper bound (2σ) below this: the reference is disturbed
+constexpr double kClassExcluded = 0.6;       // a class is clearly excluded: S_c - 3σ above this
+constexpr double kClassParallel = 0.53;      // … clearly not: S_c + 3σ below this
 constexpr double kPartialMinExcluded = 0.10; // … or at least this share in excluded ones
-constexpr uint64_t kMinReference = 10;       // alone calls a class needs to predict its met calls
+constexpr uint64_t kMinReference = 10;       // alone calls a class needs to stand for its met calls
 constexpr uint64_t kMinClassCalls = 20;      // met and alone calls a class needs to be judged alone
-constexpr double kMinClassFastShare = 0.1;   // … and its alone calls' fast share (binomial bounds hold)
-constexpr double kDisturbedAbove = 1.2;     // ratio's lower bound above this: the reference is disturbed
 constexpr uint64_t kMinBlockedSamples = 2;   // sampled calls that slept, …
 constexpr double kSleepingShare = 0.05;      // … and their share, before "none" is doubted
-constexpr double kMinExpected = 20;          // expected fast met calls for a ratio
-constexpr uint64_t kMinMet = 50;             // met calls for a ratio
+constexpr uint64_t kMinMet = 50;             // met calls for a measure
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
+// U of one class: met calls slower than alone calls, ties half, from the two histograms (calls
+// in one bin count as equally long: exact below 1024 ticks, 3 % wide above).
+double mann_whitney_u(const FineHistogram& met, const FineHistogram& alone) {
+  const std::vector<uint64_t>& m = met.counts();
+  const std::vector<uint64_t>& a = alone.counts();
+  double u = 0, below = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    const double ai = i < a.size() ? static_cast<double>(a[i]) : 0.0;
+    if (m[i]) u += static_cast<double>(m[i]) * (below + 0.5 * ai);
+    below += ai;
+  }
+  return u;
+}
+
+// The variance of U under no difference (no tie correction: ties only narrow it).
+double u_variance(double n1, double n2) { return n1 * n2 * (n1 + n2 + 1) / 12; }
+
+struct Pooled {
+  double u = 0, pairs = 0, variance = 0;
+  uint64_t met = 0;
+  void add(const FineHistogram& met_calls, const FineHistogram& alone) {
+    if (met_calls.empty()) return;
+    const double n1 = static_cast<double>(met_calls.total()), n2 = static_cast<double>(alone.total());
+    u += mann_whitney_u(met_calls, alone);
+    pairs += n1 * n2;
+    variance += u_variance(n1, n2);
+    met += met_calls.total();
+  }
+  SlowerMeasure measure() const {
+    SlowerMeasure s;
+    s.met = met;
+    if (met >= kMinMet && pairs > 0) {
+      s.value = u / pairs;
+      s.se = std::sqrt(variance) / pairs;
+    }
+    return s;
+  }
+};
+
 }  // namespace
 
-void ExclusionTally::add(CallGroup group, size_t cls, bool met, bool fast) {
+void ExclusionTally::add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating, uint64_t duration) {
   std::vector<ExclusionCell>& cells = cells_[static_cast<size_t>(group)];
   if (cls >= cells.size()) cells.resize(cls + 1);
   ExclusionCell& c = cells[cls];
-  if (met) {
-    ++c.met;
-    c.met_fast += fast;
-  } else {
-    ++c.alone;
-    c.alone_fast += fast;
+  if (inside == 0) {
+    c.alone.add(duration);
+    return;
   }
+  c.met.add(duration);
+  if (inside_allocating > 0) c.met_allocating.add(duration);
 }
 
 ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
   ExclusionMeasure m;
-  double variance = 0;
+  Pooled all, allocating;
   uint64_t contended = 0, uncontended = 0;
   for (const ExclusionCell& c : cells) {
-    if (c.alone < kMinReference || c.alone_fast == 0) continue;
-    const double p = static_cast<double>(c.alone_fast) / static_cast<double>(c.alone);
-    const double met = static_cast<double>(c.met);
-    m.met += c.met;
-    m.alone += c.alone;
-    m.expected_fast += met * p;
-    m.observed_fast += c.met_fast;
-    // Var(observed - expected): the met calls' binomial spread plus that of the estimate of p.
-    const double v = met * p * (1 - p) + met * met * p * (1 - p) / static_cast<double>(c.alone);
-    variance += v;
-    if (c.met >= kMinClassCalls && c.alone >= kMinClassCalls && p >= kMinClassFastShare) {
+    if (c.alone.total() < kMinReference || c.met.empty()) continue;
+    m.met += c.met.total();
+    m.alone += c.alone.total();
+    all.add(c.met, c.alone);
+    allocating.add(c.met_allocating, c.alone);
+    if (c.met.total() >= kMinClassCalls && c.alone.total() >= kMinClassCalls) {
       ++m.classes;
-      const double r = static_cast<double>(c.met_fast) / (met * p);
-      const double se = std::sqrt(v) / (met * p);
-      if (r + 3 * se < kClassExcluded) contended += c.met;
-      if (r - 3 * se > kClassParallel) uncontended += c.met;
+      const double n1 = static_cast<double>(c.met.total()), n2 = static_cast<double>(c.alone.total());
+      const double s = mann_whitney_u(c.met, c.alone) / (n1 * n2);
+      const double se = std::sqrt(u_variance(n1, n2)) / (n1 * n2);
+      if (s - 3 * se > kClassExcluded) contended += c.met.total();
+      if (s + 3 * se < kClassParallel) uncontended += c.met.total();
     }
   }
   if (m.met > 0) {
     m.contended_share = static_cast<double>(contended) / static_cast<double>(m.met);
     m.uncontended_share = static_cast<double>(uncontended) / static_cast<double>(m.met);
   }
-  if (m.expected_fast >= kMinExpected && m.met >= kMinMet) {
-    const double r = static_cast<double>(m.observed_fast) / m.expected_fast;
-    const double se = std::sqrt(variance) / m.expected_fast;
-    m.ratio = r;
-    m.low = std::max(0.0, r - 2 * se);
-    m.high = r + 2 * se;
-  }
+  m.slower = all.measure();
+  m.by_allocating = allocating.measure();
   return m;
 }
 
@@ -108,47 +135,69 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
     return v;
   }
   const ExclusionMeasure& a = in.allocating;
-  if (!a.ratio) {
+  const SlowerMeasure& s = a.slower;
+  const SlowerMeasure& b = a.by_allocating;
+  const CoincidenceMeasure& q = in.ends;
+  if (!s.value && !q.value) {
     set(ContentionKind::Unsure, ContentionReason::TooFewMet, 0);
     return v;
   }
-  const double r = *a.ratio;
-  const double se = std::max(1e-9, (a.high - r) / 2);
-  if (a.high < kExcludedBelow) {
-    const double confidence = normal_cdf((kExcludedBelow - r) / se);
-    if (a.uncontended_share <= kGlobalMaxParallel) {
-      set(ContentionKind::GlobalLock, ContentionReason::Excluded, confidence);
-    } else if (a.uncontended_share >= kPartialMinParallel) {
-      set(ContentionKind::Partial, ContentionReason::ExcludedSome, confidence);
-    } else {
+  // Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
+  // exclusion does that; whether it spans size classes tells one lock from a lock per class.
+  if (q.value && q.high() < kTurnsBelow) {
+    const double confidence = normal_cdf((kTurnsBelow - *q.value) / std::max(1e-9, q.se));
+    const CoincidenceMeasure& x = in.ends_across;
+    if (x.value && x.low() > kTurnsBelow) {
+      set(ContentionKind::Partial, ContentionReason::TurnsWithinClasses, confidence);
+    } else if (x.value && x.high() >= kTurnsBelow) {
       set(ContentionKind::Unsure, ContentionReason::MixedClasses, 0);
+    } else {
+      set(ContentionKind::GlobalLock, ContentionReason::TakeTurns, confidence);
     }
+    return v;
+  }
+  const double se = std::max(1e-9, s.se);
+  const bool slower = (s.value && s.low() > kExcludedAbove) || (b.value && b.low() > kExcludedAbove);
+  // Met calls slower while ends coincide freely: something slows a call when another thread is
+  // inside — a lock handed over before its holder's call ends (a sleeping lock whose holder wakes
+  // the next thread after releasing it), or interference that is no lock at all (shared caches,
+  // page faults, the kernel).  Both have been measured; the run cannot tell them apart.
+  if (slower) {
+    set(ContentionKind::Unsure, ContentionReason::SlowerWithoutTurns, 0);
+    return v;
+  }
+  if (!s.value || !q.value) {
+    set(ContentionKind::Unsure, ContentionReason::TooFewMet, 0);
     return v;
   }
   // Met calls faster than alone ones is not what running side by side does: the calls made alone
   // were slowed by something the windows did not see (a thread asleep inside a call that began
-  // before the window, whose wake-up the caller pays).  Sleeping calls say the same.
-  const bool disturbed = a.low > kDisturbedAbove;
-  const bool sleeping = in.rusage_blocked >= kMinBlockedSamples &&
-                        static_cast<double>(in.rusage_blocked) >= kSleepingShare * static_cast<double>(in.rusage_samples);
-  if (a.low > kParallelAbove && (disturbed || sleeping)) {
-    set(ContentionKind::Unsure, disturbed ? ContentionReason::Disturbed : ContentionReason::Sleeping, 0);
+  // before the window, whose wake-up the caller pays).
+  if (s.high() < kDisturbedBelow) {
+    set(ContentionKind::Unsure, ContentionReason::Disturbed, 0);
     return v;
   }
-  if (a.low > kParallelAbove) {
-    const double confidence = normal_cdf((r - kParallelAbove) / se);
+  // "None" needs both: ends that coincide as chance says, and met calls no slower (three
+  // standard errors), allocations that met allocations included.
+  const bool parallel = q.low() > kTurnsBelow && *s.value + 3 * se < kParallelBelow &&
+                        (!b.value || b.high() < kByAllocatingBelow);
+  const bool sleeping = in.rusage_blocked >= kMinBlockedSamples &&
+                        static_cast<double>(in.rusage_blocked) >= kSleepingShare * static_cast<double>(in.rusage_samples);
+  if (parallel && sleeping) {
+    set(ContentionKind::Unsure, ContentionReason::Sleeping, 0);
+    return v;
+  }
+  if (parallel) {
+    const double confidence = std::min(normal_cdf((kParallelBelow - *s.value) / se),
+                                       normal_cdf((*q.value - kTurnsBelow) / std::max(1e-9, q.se)));
     const ExclusionMeasure& f = in.freeing;
     if (a.contended_share >= kPartialMinExcluded) {
       set(ContentionKind::Partial, ContentionReason::ExcludedSome, confidence);
-    } else if (f.ratio && f.high < kExcludedBelow) {
+    } else if (f.slower.value && f.slower.low() > kExcludedAbove) {
       set(ContentionKind::Partial, ContentionReason::FreesExcluded, confidence);
     } else {
       set(ContentionKind::None, ContentionReason::Parallel, confidence);
     }
-    return v;
-  }
-  if (a.contended_share >= kPartialMinExcluded && a.uncontended_share >= kPartialMinParallel) {
-    set(ContentionKind::Partial, ContentionReason::ExcludedSome, 0.5);
     return v;
   }
   set(ContentionKind::Unsure, ContentionReason::Ambiguous, 0);

@@ -1,21 +1,28 @@
 // contention_verdict.h — whether threads exclude each other inside the allocator, from evidence.
 //
-// The test (docs/analysis.md, "Contention verdict"): a timed call is *fast* when its measured
-// duration is at most kFastFactor times the 5th percentile of its (operation, size bucket)'s timed
-// durations.  Calls are split by what they met at their start: *alone* (no other thread inside the
-// allocator) or *met* (another thread inside).  Under one lock that every call takes, a call that
-// starts while another thread is inside must wait for that thread's critical section, so it is
-// rarely fast; where threads do not exclude each other, meeting another thread does not change the
-// chance of being fast.  The *exclusion ratio* compares the met calls' fast count with the count
-// their size classes' alone calls predict:
+// The test (docs/analysis.md, "Contention verdict"): timed calls are split by what they met at
+// their start: *alone* (no other thread inside the allocator) or *met* (another thread inside).
+// Under one lock that every call takes, a call that starts while another thread is inside must
+// wait for that thread's critical section, so it takes longer than the calls of its size class
+// made alone; where threads do not exclude each other, meeting another thread does not change how
+// long a call takes.  The measure compares the two duration distributions within each size class
+// c and pools the classes (so that a different mix of sizes among met and alone calls does not
+// move it):
 //
-//   R = Σ_c met_fast_c / Σ_c met_c · p_c,   p_c = alone_fast_c / alone_c
+//   S = Σ_c U_c / Σ_c met_c · alone_c,
+//   U_c = #{(m, a): m slower than a} + ½ #{(m, a): as long}  over met calls m and alone calls a of c
 //
-// ≈ 1: no exclusion; ≪ 1: calls wait for each other.  Both groups come from the same run and the
-// same timing windows, so anything that slows every call — a busy machine, preemption, more threads
-// than CPUs, cache misses, page faults — lowers p_c and the met calls' fast share alike and leaves R
-// where it was: a fast allocator cannot look locked by being slow.  Per size class the same ratio
-// tells whether the exclusion is everywhere (one global lock) or confined to some classes (partial).
+// the probability that a met call took longer than an alone call of its class (the Mann–Whitney
+// statistic, ties counted half: a clock whose step is as long as a fast call makes many ties).
+// S ≈ 0.5: no exclusion; S → 1: calls wait for each other.  Both groups come from the same run and
+// the same timing windows, so anything that slows every call — a busy machine, preemption, more
+// threads than CPUs, cache misses, page faults — slows met and alone calls alike and leaves S where
+// it was: a fast allocator cannot look locked by being slow.  It compares whole distributions, not
+// a share below a threshold, so a lock whose critical section is shorter than the clock's step
+// still shows (its met calls take one step longer more often).  The same measure over the met
+// calls whose other thread was in an allocating call tells allocations that wait for each other
+// from allocations slowed by other threads' frees; per size class it tells whether the exclusion
+// is everywhere (one global lock) or confined to some classes (partial).
 //
 // This file computes numbers and enums only; contention_wording.h turns them into sentences.
 #pragma once
@@ -24,14 +31,16 @@
 #include <optional>
 #include <vector>
 
+#include "completion_coincidence.h"
+#include "fine_histogram.h"
+
 namespace allocscope {
 
-constexpr double kFastFactor = 1.3;          // fast: at most this times the cell's 5th percentile
-
-// Timed calls of one size class, by what they met at their start and whether they were fast.
+// Timed durations (ticks, probe included) of one size class, by what the call met at its start.
 struct ExclusionCell {
-  uint64_t alone = 0, alone_fast = 0;
-  uint64_t met = 0, met_fast = 0;
+  FineHistogram alone;           // no other thread inside
+  FineHistogram met;             // another thread inside
+  FineHistogram met_allocating;  // … of them, another thread inside a call that requests bytes
 };
 
 // Allocating calls (malloc, calloc, realloc, new, the aligned family) and freeing calls are
@@ -41,23 +50,32 @@ constexpr size_t kCallGroups = 2;
 
 class ExclusionTally {
  public:
-  void add(CallGroup group, size_t cls, bool met, bool fast);
+  // `inside` other threads were inside at the call's start, `inside_allocating` of them in an
+  // allocating call.
+  void add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating, uint64_t duration);
   const std::vector<ExclusionCell>& cells(CallGroup group) const { return cells_[static_cast<size_t>(group)]; }
 
  private:
   std::vector<ExclusionCell> cells_[kCallGroups];
 };
 
-// The exclusion ratio of one group of calls and how its classes divide.
+// S over some met calls against the alone calls of their classes, with its standard error.
+struct SlowerMeasure {
+  uint64_t met = 0;              // met calls of classes with a reference
+  std::optional<double> value;   // S; null: too few calls to measure
+  double se = 0;                 // standard error of S
+  double low() const { return value ? *value - 2 * se : 0; }
+  double high() const { return value ? *value + 2 * se : 0; }
+};
+
+// The measure of one group of calls and how its classes divide.
 struct ExclusionMeasure {
-  uint64_t met = 0, alone = 0;            // timed calls placed on the time line, of classes with a reference
-  double expected_fast = 0;               // met calls expected fast from their classes' alone calls
-  uint64_t observed_fast = 0;             // met calls that were fast
-  std::optional<double> ratio;            // observed / expected; null: too little to measure
-  double low = 0, high = 0;               // ratio ± 2 standard errors
-  double contended_share = 0;             // of met calls, in classes that are clearly excluded (R_c + 3σ < 0.6)
-  double uncontended_share = 0;           // … clearly not (R_c - 3σ > 0.8)
-  uint32_t classes = 0;                   // classes with enough calls to judge one by one
+  uint64_t met = 0, alone = 0;   // timed calls placed on the time line, of classes with a reference
+  SlowerMeasure slower;          // every met call
+  SlowerMeasure by_allocating;   // met calls whose other thread was in an allocating call
+  double contended_share = 0;    // of met calls, in classes that are clearly excluded (S_c - 3σ > 0.6)
+  double uncontended_share = 0;  // … clearly not (S_c + 3σ < 0.53)
+  uint32_t classes = 0;          // classes with enough calls to judge one by one
 };
 
 ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells);
@@ -70,18 +88,22 @@ enum class ContentionReason : uint8_t {
   OneThread,          // fewer than two threads made calls
   NotTimed,           // no timed calls (count-only profile)
   TooFewMet,          // too few timed calls met another thread inside
-  Excluded,           // allocating calls wait for each other in every class measured
-  ExcludedSome,       // … in some classes, not in others
+  TakeTurns,          // calls of different threads never end together: they take turns, across classes
+  TurnsWithinClasses, // … within each size class, while calls of different classes end together
+  SlowerWithoutTurns, // met calls are slower, yet ends coincide freely: a lock or interference
+  ExcludedSome,       // met calls are slower in some classes, not in others
   FreesExcluded,      // allocating calls run side by side; frees wait for each other
   Parallel,           // calls run side by side
-  Ambiguous,          // the ratio lies between the thresholds, or its bound spans them
-  MixedClasses,       // the ratio says exclusion, but some classes clearly run side by side
-  Disturbed,          // met calls were fast more often than alone ones: the reference is disturbed
-  Sleeping,           // the ratio says no exclusion, but sampled calls slept in the kernel
+  Ambiguous,          // the measure lies between the thresholds, or its bounds span them
+  MixedClasses,       // the measure says exclusion, but some classes clearly run side by side
+  Disturbed,          // met calls were faster than alone ones: the reference is disturbed
+  Sleeping,           // the measure says no exclusion, but sampled calls slept in the kernel
 };
 
 struct ContentionInputs {
   ExclusionMeasure allocating, freeing;
+  CoincidenceMeasure ends, ends_across;   // completion_coincidence.h: all pairs; pairs of different classes
+  double ends_near_ns = 0;                // the near zone of that measure
   uint32_t busy_threads = 0;              // threads with >= 1 % of the calls
   uint64_t timed = 0;                     // timed calls
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;  // sampled calls; with nvcsw; with nivcsw

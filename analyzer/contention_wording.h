@@ -10,7 +10,7 @@
 namespace allocscope {
 
 struct EvidenceItem {
-  std::string kind;     // a stable key: "exclusion_ratio", "blocked_calls", …
+  std::string kind;     // a stable key: "met_slower", "blocked_calls", …
   double value = 0;
   std::string meaning;  // what the value says, in a sentence
 };

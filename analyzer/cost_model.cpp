@@ -13,13 +13,17 @@
 
 #include "allocscope/buckets.h"
 #include "class_tables.h"
+#include "completion_coincidence.h"
 #include "fine_histogram.h"
 #include "format_names.h"
 #include "profile.h"
 #include "profile_reader.h"
+#include "largest_remainder.h"
+#include "release_classes.h"
 #include "thread_profile.h"
 #include "timeline.h"
 #include "trace_decode.h"
+#include "units.h"
 #include "window_sweep.h"
 
 namespace allocscope {
@@ -35,8 +39,10 @@ constexpr uint64_t kMinEvidence = 16;         // rusage samples for a latency bi
 constexpr uint64_t kMinContended = 20;        // calls meeting another thread, for a serialization index
 constexpr unsigned kInsideRows = 64;          // by_inside rows; more threads inside are folded into the last
 constexpr double kBusyThreadShare = 0.01;     // threads with at least this share of the calls are "busy"
-constexpr uint64_t kMinFastReference = 20;   // timed calls an (op, bucket) needs for its fast threshold
 constexpr double kPreemptedSeconds = 100e-6;  // a call this long that did not block was descheduled
+constexpr double kCoincidenceNearSeconds = 20e-9;  // least width of the near zone of the ends' measure
+constexpr uint64_t kMinTimedForBound = 5;     // timed calls a cell needs before its spread bounds anything
+constexpr size_t kMinWindowsForBound = 5;     // timing windows a sampled run needs for an error bound
 
 size_t cell_index(unsigned op, unsigned bucket) { return op * kBucketSlots + bucket; }
 
@@ -241,8 +247,85 @@ struct ThreadAcc {
   }
 };
 
+// The timed calls of each timing window, per (class, op) cell: the windows are the sampling units
+// of the error bound (calls of one window are timed together, so they are not independent
+// draws).  At most kMaxClusters clusters are kept: when full, neighbouring clusters merge
+// pairwise and each later cluster gathers twice as many windows (memory stays bounded; a
+// cluster of neighbouring windows is still a valid sampling unit, and a more cautious one).
+class WindowClusters {
+ public:
+  static constexpr size_t kMaxClusters = 4096;
+  struct Sum {
+    double ticks = 0;  // corrected
+    double wait = 0;   // of which waiting
+    double base = 0;   // the calls' uncontended cost
+    uint64_t calls = 0;
+  };
+  using Cluster = std::vector<std::pair<uint32_t, Sum>>;  // (cell, sum), cells unsorted
+
+  void begin_window() {
+    ++windows_;
+    if (clusters_.empty() || in_last_ >= per_cluster_) {
+      if (clusters_.size() == kMaxClusters) merge_pairs();
+      // The last cluster's index is cleared entry by entry (it holds few cells).
+      if (!clusters_.empty()) {
+        for (const auto& [cell, sum] : clusters_.back()) index_[cell] = -1;
+      }
+      clusters_.emplace_back();
+      in_last_ = 0;
+    }
+    ++in_last_;
+  }
+  void add(uint32_t cell, double ticks, double wait, double base) {
+    if (clusters_.empty()) begin_window();
+    Cluster& c = clusters_.back();
+    if (cell >= index_.size()) index_.resize(cell + 1, -1);
+    if (index_[cell] < 0) {
+      index_[cell] = static_cast<int32_t>(c.size());
+      c.emplace_back(cell, Sum{});
+    }
+    Sum& s = c[static_cast<size_t>(index_[cell])].second;
+    s.ticks += ticks;
+    s.wait += wait;
+    s.base += base;
+    ++s.calls;
+  }
+  const std::vector<Cluster>& clusters() const { return clusters_; }
+  uint64_t windows() const { return windows_; }
+
+ private:
+  void merge_pairs() {
+    std::vector<Cluster> merged;
+    for (size_t i = 0; i < clusters_.size(); i += 2) {
+      Cluster c = std::move(clusters_[i]);
+      if (i + 1 < clusters_.size()) {
+        for (const auto& [cell, sum] : clusters_[i + 1]) {
+          auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == cell; });
+          if (it == c.end()) {
+            c.emplace_back(cell, sum);
+          } else {
+            it->second.ticks += sum.ticks;
+            it->second.wait += sum.wait;
+            it->second.base += sum.base;
+            it->second.calls += sum.calls;
+          }
+        }
+      }
+      merged.push_back(std::move(c));
+    }
+    clusters_ = std::move(merged);
+    per_cluster_ *= 2;
+    // begin_window() starts a new cluster next: no cell of the merged ones is current.
+    std::fill(index_.begin(), index_.end(), -1);
+  }
+  std::vector<Cluster> clusters_;
+  std::vector<int32_t> index_;  // cell -> its entry in the last cluster, or -1
+  uint64_t per_cluster_ = 1, in_last_ = 0, windows_ = 0;
+};
+
 struct Pass2 {
   std::vector<ThreadAcc> threads;
+  WindowClusters clusters;              // by (class, op) of the allocator's table
   std::vector<FineHistogram> by_class;  // corrected ticks
   std::array<FineHistogram, kInsideRows> by_inside;
   double si_progress = 0;      // raw ticks of progress made while 2+ threads were inside
@@ -250,29 +333,11 @@ struct Pass2 {
   uint64_t si_calls = 0;       // calls that were inside with another thread at some point
   uint64_t si_excluded_windows = 0;  // contended windows left out: a call in them was descheduled
   uint64_t contended = 0, classified = 0;
-  ExclusionTally exclusion;    // timed calls by class, met or alone at their start, fast or not
+  ExclusionTally exclusion;    // timed durations by class, met or alone at their start
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;
   SweepTotals sweep;
 };
 
-// Splits `total` into parts proportional to `weights`, by largest remainder (exact in integers).
-std::vector<uint64_t> apportion(uint64_t total, const std::vector<uint64_t>& weights) {
-  std::vector<uint64_t> parts(weights.size(), 0);
-  const unsigned __int128 sum = std::accumulate(weights.begin(), weights.end(), static_cast<unsigned __int128>(0));
-  if (sum == 0 || total == 0) return parts;
-  std::vector<std::pair<unsigned __int128, size_t>> remainders;
-  uint64_t given = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const unsigned __int128 scaled = static_cast<unsigned __int128>(total) * weights[i];
-    parts[i] = static_cast<uint64_t>(scaled / sum);
-    given += parts[i];
-    remainders.emplace_back(scaled % sum, i);
-  }
-  std::stable_sort(remainders.begin(), remainders.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = 0; given < total; ++i, ++given) parts[remainders[i % remainders.size()].second] += 1;
-  return parts;
-}
 
 // Mean and variance of corrected durations from a latency histogram (bin middles).
 struct Moments {
@@ -351,13 +416,67 @@ double sampling_variance(double var, uint64_t timed, uint64_t calls) {
 
 std::string percent(double share) { return fmt::format("{:.0f} %", 100 * share); }
 
+// What to record so that the allocator time's bound falls under half of it: the bound shrinks
+// with the square root of the timing windows (or of the timed calls).
+std::string unsure_advice(const CostReport& r) {
+  const double rel = r.allocator_time_ns > 0 ? r.allocator_error_ns / r.allocator_time_ns : 1;
+  const double factor = std::max(2.0, std::ceil(std::pow(rel / 0.4, 2)));
+  std::string text = fmt::format("Record at least {:.0f}x as long", factor);
+  if (r.wall_ns) text += fmt::format(" (about {})", format_duration_ns(*r.wall_ns * factor));
+  if (r.sample_every > 1) {
+    const double n = std::max(1.0, std::floor(static_cast<double>(r.sample_every) / factor));
+    text += fmt::format(", or time more calls with --sample {:.0f}", n);
+  }
+  return text + ".";
+}
+
 Verdict make_verdict(const CostReport& r) {
   Verdict v;
   const double total = r.split.total();
+  if (r.calls > 0 && r.timed == 0 && r.sample_every > 1) {
+    v.dominant = "unsure";
+    v.text = fmt::format("Run too short to judge where the allocator's time goes: none of its {} allocator calls "
+                         "fell in a timing window (1/{} of "
+                         "the time is timed). Record a longer run, or time every call with --sample 1.",
+                         group_digits(r.calls), r.sample_every);
+    return v;
+  }
   if (r.calls == 0 || total <= 0) {
     v.dominant = "none";
-    v.text = r.calls == 0 ? "No allocator calls were recorded."
-                          : "No call was timed: record with sampling (--sample N, N >= 1) to see where the time goes.";
+    if (r.calls == 0) {
+      v.text = "No allocator calls were recorded.";
+    } else if (r.sample_every == 0) {
+      v.text = "No call was timed: record with sampling (--sample N, N >= 1) to see where the time goes.";
+    } else {
+      v.text = fmt::format("No call was timed: sampling timed calls during 1/{} of the time, and none fell in a "
+                           "timing window; record with a smaller --sample N (1 times every call).",
+                           r.sample_every);
+    }
+    return v;
+  }
+  // The dominant cost is claimed only when its share beats the runner-up by more than both bounds.
+  const double fs = r.split.fast_ns / total, ss = r.split.slow_ns / total, ws = r.split.wait_ns / total;
+  bool shares_sure = r.error.sampled_fraction >= 1;
+  if (!shares_sure && r.error.wait_share_bound && r.error.fast_share_bound) {
+    const double bw = *r.error.wait_share_bound, bf = *r.error.fast_share_bound, bs = std::hypot(bw, bf);
+    const std::pair<double, double> parts[] = {{ws, bw}, {ss, bs}, {fs, bf}};
+    const auto top = std::max_element(std::begin(parts), std::end(parts));
+    shares_sure = true;
+    for (const auto& p : parts) {
+      if (&p != top && top->first - p.first <= top->second + p.second) shares_sure = false;
+    }
+  }
+  if (!shares_sure) {
+    // No claim rests on an unsure figure: say what to record instead.  The contention verdict
+    // rests on figures of its own (and says when they are too few), so it stays.
+    v.dominant = "unsure";
+    v.text = fmt::format("Run too short to judge where the allocator's time goes: its time is {} ± {}{} ({} timed "
+                         "call{} in {} timing window{}), and fast path, slow but running and waiting are within their "
+                         "bounds of each other. {} {}",
+                         format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
+                         r.allocator_unsure ? ", a bound over half of it" : "", group_digits(r.timed),
+                         r.timed == 1 ? "" : "s", group_digits(r.error.windows), r.error.windows == 1 ? "" : "s",
+                         unsure_advice(r), contention_sentence(r.contention.verdict));
     return v;
   }
   const Contention& c = r.contention;
@@ -398,10 +517,12 @@ Verdict make_verdict(const CostReport& r) {
   }
   text += ".";
   text += " " + contention_sentence(c.verdict);
-  text += fmt::format(" The allocator takes {} of thread time.", percent(r.allocator_share));
-  if (r.allocator_time_ns > 0 && r.allocator_error_ns > 0.5 * r.allocator_time_ns) {
-    text += fmt::format(" Uncertain: a few very long timed calls dominate the estimate (± {} of it).",
-                        percent(r.allocator_error_ns / r.allocator_time_ns));
+  if (r.allocator_unsure) {
+    text += fmt::format(" Its time itself is unsure ({} ± {}, a bound over half of it): no share of thread time is "
+                        "claimed. {}", format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
+                        unsure_advice(r));
+  } else {
+    text += fmt::format(" The allocator takes {} of thread time.", percent(r.allocator_share));
   }
   v.text = text;
   return v;
@@ -481,14 +602,20 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   const Model model = learn(p1, profile, cal);
   auto to_ns = [&](double ticks) { return profile.clock.to_ns_exact(ticks); };
 
-  // The size classes.
+  // The size classes: the model estimates on the allocator's own classes whatever the grouping
+  // (so that every view of a profile rests on one estimate); `--by bucket` shows the estimate
+  // apportioned to allocscope's buckets.
   const ClassTable* table = nullptr;
-  if (options.by != ReportGrouping::Bucket && profile.process) {
+  if (profile.process) {
     table = class_table_for(profile.process->allocator, static_cast<format::Libc>(profile.process->info.libc));
   }
   if (!table) table = &bucket_class_table();
+  const ClassTable* disp_table = options.by == ReportGrouping::Bucket ? &bucket_class_table() : table;
+  const bool regrid = disp_table != table;
   const auto classes = table->classes();
+  const auto disp_classes = disp_table->classes();
   const ClassLookup class_of(*table);
+  const ClassLookup disp_class_of(*disp_table);
 
   // Threads, by serial.
   std::vector<int32_t> thread_of_serial;
@@ -501,12 +628,6 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   std::vector<std::vector<double>> phi;
   for (const auto& t : profile.threads) phi.push_back(fallback_blocked(t, model, notes.fallback_blocked_calls));
 
-  // The fast threshold of each (op, bucket) for the exclusion test (contention_verdict.h).
-  std::vector<double> fast_ticks(kOpSlots * kBucketSlots, -1.0);
-  for (size_t c = 0; c < fast_ticks.size(); ++c) {
-    if (p1.all[c].total() >= kMinFastReference) fast_ticks[c] = kFastFactor * static_cast<double>(p1.all[c].quantile(0.05));
-  }
-
   // ---- pass 2 ----
   Pass2 p2;
   p2.threads.resize(profile.threads.size());
@@ -517,8 +638,14 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   uint64_t excluded_until = 0;
   std::vector<double> waits;
   TimelineBuilder timeline(profile, sweep_config);
+  // Whether calls of different threads end at the same moments (completion_coincidence.h).
+  CoincidenceTally coincidence(clock_step_of(p1.raw.counts(), p1.raw.total()),
+                               static_cast<uint64_t>(std::ceil(profile.clock.hz() * kCoincidenceNearSeconds)));
+  std::vector<CallEnd> ends;
   WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
     timeline.add_window(info);
+    ends.clear();
+    if (!info.late) p2.clusters.begin_window();
     waits.assign(items.size(), 0.0);
     bool preempted = false;
     double window_progress = 0;
@@ -559,17 +686,23 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       row.d += d;
       row.wait += wait;
       row.base += base;
-      if (cls >= p2.by_class.size()) p2.by_class.resize(cls + 1);
-      p2.by_class[cls].add(e.duration_ticks);  // latency as measured, probe included
+      p2.clusters.add(static_cast<uint32_t>(cls * kOpSlots + e.op), d, wait, std::min(base, d));
+      const size_t dcls = !regrid ? cls : e.bucket == kBucketUnknown ? disp_classes.size() : disp_class_of(size);
+      if (dcls >= p2.by_class.size()) p2.by_class.resize(dcls + 1);
+      p2.by_class[dcls].add(e.duration_ticks);  // latency as measured, probe included
       if (e.flags & format::kEvRusage) {
         ++p2.rusage_samples;
         p2.rusage_blocked += e.nvcsw > 0;
         p2.rusage_preempted += e.nivcsw > 0;
       }
-      const double fast = fast_ticks[cell_index(e.op, e.bucket)];
-      if (it.inside >= 0 && fast >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
-        const CallGroup group = e.op == static_cast<uint8_t>(Op::Free) ? CallGroup::Freeing : CallGroup::Allocating;
-        p2.exclusion.add(group, cls, it.inside >= 1, raw <= fast);
+      if (it.inside >= 0) {
+        ends.push_back(CallEnd{e.start_tick + e.duration_ticks, it.thread,
+                               e.bucket == kBucketUnknown ? kUnknownClass : static_cast<uint32_t>(cls)});
+      }
+      if (it.inside >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
+        const CallGroup group = releases(e.op) ? CallGroup::Freeing : CallGroup::Allocating;
+        p2.exclusion.add(group, cls, static_cast<uint32_t>(it.inside),
+                         static_cast<uint32_t>(std::max(0, it.inside_allocating)), e.duration_ticks);
       }
       if (it.inside >= 0) {
         ++acc.classified;
@@ -588,6 +721,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       }
     }
     if (info.late || info.contended_ticks == 0) return;
+    if (!info.late) coincidence.add_window(ends, info.start + sweep_config.trim, info.start + sweep_config.window_len);
     if (preempted || info.start < excluded_until) {
       ++p2.si_excluded_windows;
       return;
@@ -617,12 +751,19 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   const size_t n_threads = profile.threads.size();
   auto slot_of = [&](uint32_t cls) { return cls == kNoClass ? unknown_class : static_cast<size_t>(cls); };
 
-  // Each thread's (class, op) cells; frees whose size was not taken are apportioned to the classes
-  // of the thread's timed frees (else the process's), in proportion.
+  // Each thread's (class, op) cells.  Releases (free, delete, delete[]) count in the classes of
+  // the blocks they give back (release_classes.h); only in a profile without any allocating call
+  // are frees whose size was not taken apportioned to the classes of the thread's timed frees
+  // (else the process's), in proportion.
+  std::vector<ClassCellMap> split(n_threads);
+  for (size_t ti = 0; ti < n_threads; ++ti) split[ti] = split_cells(profile.threads[ti].cells, *table, &p1.sizes);
+  std::vector<const CellMap*> thread_cells(n_threads);
+  for (size_t ti = 0; ti < n_threads; ++ti) thread_cells[ti] = &profile.threads[ti].cells;
+  const ReleaseTotals release_totals = attribute_releases(split, thread_cells, *table);
   std::vector<std::map<ClassKeyOp, ThreadCell>> cells(n_threads);
   std::map<ClassKeyOp, Cell> pooled;  // over threads, before apportioning (weights of last resort)
   for (size_t ti = 0; ti < n_threads; ++ti) {
-    for (const auto& [key, cell] : split_cells(profile.threads[ti].cells, *table, &p1.sizes)) {
+    for (const auto& [key, cell] : split[ti]) {
       const ClassKeyOp k{static_cast<uint32_t>(slot_of(key.cls)), key.op};
       ThreadCell& tc = cells[ti][k];
       tc.counters.add(cell.counters);
@@ -647,7 +788,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
         }
       }
       if (sum == 0) continue;  // stays "size not taken"
-      const auto parts = apportion(unknown->second.counters.calls, weights);
+      const auto parts = largest_remainder(unknown->second.counters.calls, weights);
       unknown->second.counters.calls = 0;
       for (size_t cls = 0; cls < parts.size(); ++cls) {
         if (parts[cls]) mine[{static_cast<uint32_t>(cls), op}].counters.calls += parts[cls];
@@ -698,6 +839,8 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     }
     return r;
   };
+  Counters all_ops;
+  for (const Counters& c : op_counters) all_ops.add(c);
   for (auto& [k, pc] : cells_all) {
     const Counters& c = pc.counters;
     std::optional<double> untimed_se2;
@@ -709,6 +852,10 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       untimed_se2 = half * half / 4;
     } else if (op_counters[k.op].timed > 0) {
       pc.mean = mean_of(op_counters[k.op]);
+    } else if (all_ops.timed > 0) {
+      // No call of the operation was timed anywhere: the mean of every timed call stands in (its
+      // bound is the whole estimate, below), rather than a time of 0 that would look exact.
+      pc.mean = mean_of(all_ops);
     }
     const Moments m = histogram_moments(pc.latency, c.max_ticks, model.overhead);
     pc.var = m.var;
@@ -801,8 +948,8 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     r.libc_version = profile.process->libc_version;
     r.allocator = profile.process->allocator;
   }
-  r.class_table = std::string(table->name());
-  r.class_table_source = std::string(table->source());
+  r.class_table = std::string(disp_table->name());
+  r.class_table_source = std::string(disp_table->source());
   r.by = options.by;
   r.complete = profile.complete();
   r.trace = profile.trace_mode() && !profile.trace_chunks.empty();
@@ -810,14 +957,117 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   r.threads = static_cast<uint32_t>(profile.threads_seen());
   r.sample_every = cal ? cal->sample_every : 0;
 
-  std::vector<ClassRow> class_rows(n_class_slots);
-  std::vector<double> class_err2(n_class_slots, 0.0);
-  double total_err2 = 0;
-  for (const auto& [k, pc] : cells_all) {
-    const double e2 = std::pow(2 * static_cast<double>(pc.counters.calls), 2) * pc.se2;
-    class_err2[k.cls] += e2;
-    total_err2 += e2;
+  // Display rows: the estimate's classes, or (--by bucket) allocscope's buckets, each estimate
+  // cell apportioned to the buckets its calls fell in (by their calls).  Releases count in the
+  // class of the request that made their block (release_classes.h) in the display rows too: an
+  // estimate cell of releases goes to the buckets of the blocks made in its class (by the
+  // operations whose blocks it gives back), in proportion, so that a thread that gives back all
+  // it makes has, in every bucket, as many releases as blocks made; releases of size 0 stay in
+  // the bucket of 0 B.
+  const size_t disp_unknown = disp_classes.size();
+  const size_t n_disp_slots = disp_classes.size() + 1;
+  using DispParts = std::map<size_t, uint64_t>;  // display class -> calls
+  std::vector<std::map<ClassKeyOp, DispParts>> disp_weights(regrid ? n_threads : 0);
+  std::map<ClassKeyOp, DispParts> disp_pooled;
+  std::vector<std::map<ClassKeyOp, DispParts>> made_weights(regrid ? n_threads : 0);  // (class, allocating op) -> blocks per bucket
+  std::map<ClassKeyOp, DispParts> made_pooled;
+  std::array<uint64_t, kOpSlots> made_by_op{};
+  std::vector<std::array<uint64_t, kOpSlots>> zero_releases(regrid ? n_threads : 0);
+  std::vector<ClassCellMap> disp_cells(regrid ? n_threads : 0);
+  const size_t zero_class = slot_of(static_cast<uint32_t>(table->class_of(0)));
+  const size_t disp_zero_class = static_cast<size_t>(disp_table->class_of(0));
+  if (regrid) {
+    for (size_t ti = 0; ti < n_threads; ++ti) {
+      zero_releases[ti].fill(0);
+      for (const auto& [ckey, cell] : profile.threads[ti].cells) {
+        CellMap one;
+        one.emplace(ckey, cell);
+        const ClassCellMap in_disp = split_cells(one, *disp_table, &p1.sizes);
+        if (in_disp.empty()) continue;
+        const uint32_t d = in_disp.begin()->first.cls;
+        const size_t dcls = d == kNoClass ? disp_unknown : static_cast<size_t>(d);
+        if (releases(ckey.op) && ckey.bucket == 0) zero_releases[ti][ckey.op] += cell.counters.calls;
+        for (const auto& [k, c] : split_cells(one, *table, &p1.sizes)) {
+          if (c.counters.calls == 0) continue;
+          const ClassKeyOp ek{static_cast<uint32_t>(slot_of(k.cls)), k.op};
+          disp_weights[ti][ek][dcls] += c.counters.calls;
+          disp_pooled[ek][dcls] += c.counters.calls;
+          if (allocates(k.op) && k.cls != kNoClass) {
+            const uint64_t made = c.counters.calls - std::min(c.counters.calls, c.counters.failed);
+            if (made == 0) continue;
+            made_weights[ti][ek][dcls] += made;
+            made_pooled[ek][dcls] += made;
+            made_by_op[k.op] += made;
+          }
+        }
+      }
+      disp_cells[ti] = split_cells(profile.threads[ti].cells, *disp_table, &p1.sizes);
+    }
+    (void)attribute_releases(disp_cells, thread_cells, *disp_table);  // timed releases go with their calls
   }
+  // The blocks made in an estimate class, per display bucket, that releases of `rop` give back:
+  // the family's (feeds_release), else (no such block in the process) every allocating operation's.
+  auto made_in = [&](const std::map<ClassKeyOp, DispParts>& weights, const ClassKeyOp& k) {
+    bool family = false;
+    for (unsigned op = 0; op < kOpSlots; ++op) family |= feeds_release(op, k.op) && made_by_op[op] > 0;
+    DispParts out;
+    for (unsigned op = 0; op < kOpSlots; ++op) {
+      if (!allocates(op) || (family && !feeds_release(op, k.op))) continue;
+      const auto it = weights.find(ClassKeyOp{k.cls, op});
+      if (it == weights.end()) continue;
+      for (const auto& [d, n] : it->second) out[d] += n;
+    }
+    return out;
+  };
+  // The display rows of an estimate cell's calls in one thread: (display class, calls).
+  auto targets = [&](size_t ti, const ClassKeyOp& k, uint64_t calls) {
+    std::vector<std::pair<size_t, uint64_t>> out;
+    if (!regrid) {
+      out.emplace_back(k.cls, calls);
+      return out;
+    }
+    const DispParts* w = nullptr;
+    DispParts made;
+    if (releases(k.op) && k.cls != unknown_class) {
+      if (k.cls == zero_class) {
+        const uint64_t zero = std::min(calls, zero_releases[ti][k.op]);
+        if (zero) out.emplace_back(disp_zero_class, zero);
+        calls -= zero;
+        if (calls == 0) return out;
+      }
+      made = made_in(made_weights[ti], k);
+      if (made.empty()) made = made_in(made_pooled, k);
+      if (!made.empty()) w = &made;
+    }
+    if (!w && k.cls != unknown_class) {
+      if (const auto it = disp_weights[ti].find(k); it != disp_weights[ti].end()) {
+        w = &it->second;
+      } else if (const auto it2 = disp_pooled.find(k); it2 != disp_pooled.end()) {
+        w = &it2->second;
+      }
+    }
+    if (!w) {
+      out.emplace_back(disp_unknown, calls);
+      return out;
+    }
+    std::vector<uint64_t> weights;
+    std::vector<size_t> ids;
+    for (const auto& [d, n] : *w) {
+      ids.push_back(d);
+      weights.push_back(n);
+    }
+    const auto parts = largest_remainder(calls, weights);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (parts[i]) out.emplace_back(ids[i], parts[i]);
+    }
+    if (out.empty()) out.emplace_back(ids.front(), calls);  // a cell of no calls: its time goes with its first bucket
+    return out;
+  };
+
+  std::vector<ClassRow> class_rows(n_disp_slots);
+  double uncapped_ticks = 0;                                  // the estimate before the lifetime cap
+  std::map<ClassKeyOp, EstimateCell> est_cells;             // corrected ticks for now
+  std::map<std::pair<ClassKeyOp, size_t>, double> placed;    // ticks of an estimate cell in a display row
 
   for (size_t ti = 0; ti < n_threads; ++ti) {
     const ThreadProfile& t = profile.threads[ti];
@@ -830,18 +1080,37 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     tr.classified = p2.threads[ti].classified;
     tr.contended = p2.threads[ti].contended;
 
-    // Bytes and timed calls of every cell (a split may give a class bytes but no call).
-    for (const auto& [k, tc] : cells[ti]) {
-      ClassRow& cr = class_rows[k.cls];
-      if (k.op != static_cast<unsigned>(Op::Free) && k.op != static_cast<unsigned>(Op::MallocUsableSize)) {
-        cr.bytes += tc.counters.bytes;
+    // Bytes, timed calls and the longest call of every display cell (a split may give a class
+    // bytes but no call); snapshots see every timed call (events may have been dropped).
+    auto add_display_cell = [&](size_t dcls, unsigned op, const Counters& c) {
+      ClassRow& cr = class_rows[dcls];
+      if (!releases(op) && op != static_cast<unsigned>(Op::MallocUsableSize)) cr.bytes += c.bytes;
+      cr.timed += c.timed;
+      if (c.timed > 0) {
+        if (!cr.latency) cr.latency = LatencySummary{};
+        cr.latency->max_ns = std::max(cr.latency->max_ns, to_ns(static_cast<double>(c.max_ticks)));
       }
-      cr.timed += tc.counters.timed;
+    };
+    if (!regrid) {
+      for (const auto& [k, tc] : cells[ti]) add_display_cell(k.cls, k.op, tc.counters);
+    } else {
+      for (const auto& [k, c] : disp_cells[ti]) {
+        const size_t dcls = k.cls == kNoClass ? disp_unknown : k.cls;
+        add_display_cell(dcls, k.op, c.counters);
+        // The release counts of the display rows: the release rule applied to the display
+        // classes themselves, so that they depend on the requests alone, not on the allocator's
+        // classes the estimate was made on (their time comes from the estimate, below).
+        if (releases(k.op)) {
+          class_rows[dcls].calls += c.counters.calls;
+          class_rows[dcls].calls_by_op[k.op] += c.counters.calls;
+        }
+      }
     }
 
     // A thread can't be inside the allocator for longer than it lived.
     double thread_time = 0;
     for (const auto& [k, e] : est[ti]) thread_time += e.time;
+    uncapped_ticks += thread_time;
     double scale = 1;
     if (tr.lifetime_ns > 0 && to_ns(thread_time) > tr.lifetime_ns) {
       scale = tr.lifetime_ns / to_ns(thread_time);
@@ -853,25 +1122,36 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       const ThreadCell& tc = cells[ti].at(k);
       const double time = e.time * scale;
       const TimeSplit split{time * e.fractions.fast, time * e.fractions.slow, time * e.fractions.wait};
-      ClassRow& cr = class_rows[k.cls];
-      cr.calls += tc.counters.calls;
-      cr.time_ns += time;  // ticks for now
-      cr.split.add(split);
-      cr.calls_by_op[k.op] += tc.counters.calls;
-      cr.time_by_op[k.op] += time;
+      EstimateCell& ec = est_cells[k];
+      ec.calls += tc.counters.calls;
+      ec.timed += tc.counters.timed;
+      ec.time_ns += time;
+      ec.split.add(split);
+      const auto parts = targets(ti, k, tc.counters.calls);
+      for (const auto& [dcls, n] : parts) {
+        const double f = tc.counters.calls ? static_cast<double>(n) / static_cast<double>(tc.counters.calls)
+                                           : 1.0 / static_cast<double>(parts.size());
+        ClassRow& cr = class_rows[dcls];
+        if (!regrid || !releases(k.op)) {  // (the display rows' releases are counted above)
+          cr.calls += n;
+          cr.calls_by_op[k.op] += n;
+        }
+        cr.time_ns += time * f;  // ticks for now
+        cr.split.add({split.fast_ns * f, split.slow_ns * f, split.wait_ns * f});
+        cr.time_by_op[k.op] += time * f;
+        placed[{k, dcls}] += time * f;
+      }
       thread_err2 += e.err2 * scale * scale;
       tr.calls += tc.counters.calls;
       tr.timed += tc.counters.timed;
       tr.time_ns += time;
       tr.split.add(split);
-      if (tc.counters.timed > 0) {
-        // Longest call: snapshots see every timed call (events may have been dropped).
-        if (!cr.latency) cr.latency = LatencySummary{};
-        cr.latency->max_ns = std::max(cr.latency->max_ns, to_ns(static_cast<double>(tc.counters.max_ticks)));
-      }
     }
     tr.time_ns = to_ns(tr.time_ns);
     tr.error_ns = to_ns(std::sqrt(thread_err2));
+    // Fewer than a few timed calls bound nothing: the estimate may be off by all of it.
+    if (tr.calls > tr.timed && tr.timed < kMinTimedForBound) tr.error_ns = std::max(tr.error_ns, tr.time_ns);
+    tr.unsure = is_unsure(tr.time_ns, tr.error_ns);
     tr.split = {to_ns(tr.split.fast_ns), to_ns(tr.split.slow_ns), to_ns(tr.split.wait_ns)};
     tr.share = tr.lifetime_ns > 0 ? tr.time_ns / tr.lifetime_ns : 0;
     r.calls += tr.calls;
@@ -880,20 +1160,159 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     r.threads_rows.push_back(tr);
   }
 
+  // Error bounds (docs/analysis.md, "Error bounds"): the timing windows are the sampling units.
+  // Each cell's estimate is N_c × (its timed calls' time / their number); linearized, the total's
+  // error is the spread over windows of z_w = Σ_c (N_c / n_c) · (y_wc − m_c · n_wc), with y_wc and
+  // n_wc the time and number of cell c's timed calls in window w and m_c = y_c / n_c:
+  //   Var = (1 − f) · K / (K − 1) · Σ_w z_w²,  f = timed calls / calls,  K windows (or clusters).
+  // The bound is 2 · sqrt(Var).  A cell without timed calls adds the spread of the neighbours it
+  // borrowed its mean from; a cell with fewer than kMinTimedForBound timed calls, or a run with
+  // fewer than kMinWindowsForBound windows, cannot bound anything: its bound is the estimate itself.
+  const auto& clusters = p2.clusters.clusters();
+  std::map<uint32_t, WindowClusters::Sum> cell_sums;
+  std::map<uint32_t, size_t> cell_clusters;  // cell -> clusters holding timed calls of it
+  for (const auto& cluster : clusters) {
+    for (const auto& [cell, sum] : cluster) {
+      cell_clusters[cell] += sum.calls > 0;
+      cell_sums[cell].ticks += sum.ticks;
+      cell_sums[cell].wait += sum.wait;
+      cell_sums[cell].base += sum.base;
+      cell_sums[cell].calls += sum.calls;
+    }
+  }
+  double all_calls = 0, all_timed = 0;
+  for (const auto& [k, pc] : cells_all) all_calls += static_cast<double>(pc.counters.calls);
+  for (const auto& [cell, sum] : cell_sums) all_timed += static_cast<double>(sum.calls);
+  const double sampled = all_calls > 0 ? std::min(1.0, all_timed / all_calls) : 1.0;
+  const size_t n_clusters = clusters.size();
+  const double cluster_factor = n_clusters > 1 ? (1 - sampled) * static_cast<double>(n_clusters) / static_cast<double>(n_clusters - 1) : 0.0;
+  std::map<uint32_t, std::pair<double, double>> cell_am;  // cell -> (N_c / n_c, m_c)
+  for (const auto& [cell, sum] : cell_sums) {
+    const ClassKeyOp k{cell / kOpSlots, cell % kOpSlots};
+    const auto it = cells_all.find(k);
+    if (it == cells_all.end() || sum.calls == 0) continue;
+    cell_am[cell] = {static_cast<double>(it->second.counters.calls) / static_cast<double>(sum.calls),
+                     sum.ticks / static_cast<double>(sum.calls)};
+  }
+  double total_err2 = 0;
+  struct {
+    double wait = 0, fast = 0;
+    bool known = false;
+  } share_bounds;
+  std::vector<double> class_err2(n_class_slots, 0.0);
+  std::map<ClassKeyOp, double> cell_err2;
+  {
+    std::vector<double> z_class(n_class_slots, 0.0);
+    for (const auto& cluster : clusters) {
+      double z = 0;
+      for (const auto& [cell, sum] : cluster) {
+        const auto am = cell_am.find(cell);
+        if (am == cell_am.end()) continue;
+        const double zc = am->second.first * (sum.ticks - am->second.second * static_cast<double>(sum.calls));
+        z += zc;
+        z_class[cell / kOpSlots] += zc;
+        cell_err2[{cell / kOpSlots, cell % kOpSlots}] += 4 * cluster_factor * zc * zc;
+      }
+      total_err2 += 4 * cluster_factor * z * z;
+      for (const auto& [cell, sum] : cluster) {
+        double& zc = z_class[cell / kOpSlots];
+        if (zc != 0) {
+          class_err2[cell / kOpSlots] += 4 * cluster_factor * zc * zc;
+          zc = 0;
+        }
+      }
+    }
+  }
+  // Bounds of the waiting and fast shares (ratios of estimates over the same windows, linearized:
+  // z_w = (ΔX_w − s · ΔT_w) / T), on which the verdict's dominant cost rests.
+  {
+    double T = 0, W = 0, F = 0;
+    for (const auto& [cell, sum] : cell_sums) {
+      const auto am = cell_am.find(cell);
+      if (am == cell_am.end()) continue;
+      T += am->second.first * sum.ticks;
+      W += am->second.first * sum.wait;
+      F += am->second.first * sum.base;
+    }
+    if (T > 0 && n_clusters > 1) {
+      const double sw = W / T, sf = F / T;
+      double vw = 0, vf = 0;
+      for (const auto& cluster : clusters) {
+        double dt = 0, dw = 0, df = 0;
+        for (const auto& [cell, sum] : cluster) {
+          const auto am = cell_am.find(cell);
+          if (am == cell_am.end()) continue;
+          const auto& cs = cell_sums[cell];
+          const double a = am->second.first, n = static_cast<double>(sum.calls), nc = static_cast<double>(cs.calls);
+          dt += a * (sum.ticks - cs.ticks / nc * n);
+          dw += a * (sum.wait - cs.wait / nc * n);
+          df += a * (sum.base - cs.base / nc * n);
+        }
+        vw += std::pow((dw - sw * dt) / T, 2);
+        vf += std::pow((df - sf * dt) / T, 2);
+      }
+      share_bounds.wait = 2 * std::sqrt(cluster_factor * vw);
+      share_bounds.fast = 2 * std::sqrt(cluster_factor * vf);
+      share_bounds.known = true;
+    }
+  }
+
+  // The bounds above are of the estimate before the lifetime cap: capped estimates scale them
+  // down alike (as the threads' own bounds).
+  {
+    double capped_ticks = 0;
+    for (const auto& [k, ec] : est_cells) capped_ticks += ec.time_ns;
+    const double f = uncapped_ticks > 0 ? std::min(1.0, capped_ticks / uncapped_ticks) : 1.0;
+    total_err2 *= f * f;
+    for (double& e2 : class_err2) e2 *= f * f;
+    for (auto& [k, e2] : cell_err2) e2 *= f * f;
+  }
+  for (const auto& [k, pc] : cells_all) {
+    const auto ec = est_cells.find(k);
+    const double time = ec == est_cells.end() ? 0.0 : ec->second.time_ns;
+    double extra = 0;
+    if (pc.counters.timed == 0 && pc.counters.calls > 0) {
+      // Borrowed from the neighbours: their spread, and never less than the estimate itself.
+      extra = std::max(std::pow(2 * static_cast<double>(pc.counters.calls), 2) * pc.se2, time * time);
+    } else if (pc.counters.calls > pc.counters.timed && pc.counters.timed < kMinTimedForBound) {
+      extra = time * time;
+    } else if (pc.counters.calls > pc.counters.timed && sampled < 1) {
+      // Timed calls in fewer than a few windows: their spread over the windows is no spread at
+      // all (one window's deviation from its own mean is 0), so it bounds nothing either.
+      const auto held = cell_clusters.find(static_cast<uint32_t>(k.cls * kOpSlots + k.op));
+      if (held == cell_clusters.end() || held->second < kMinWindowsForBound) extra = time * time;
+    }
+    cell_err2[k] += extra;
+    class_err2[k.cls] += extra;
+    total_err2 += extra;
+  }
+
   // Class rows, in ns, in size order; the unknown-size row last.
-  for (size_t cls = 0; cls < n_class_slots; ++cls) {
+  std::vector<double> disp_err2(n_disp_slots, 0.0);
+  if (!regrid) {
+    disp_err2 = class_err2;
+  } else {
+    for (const auto& [key, ticks] : placed) {
+      const auto ec = est_cells.find(key.first);
+      if (ec == est_cells.end() || ec->second.time_ns <= 0) continue;
+      const double f = ticks / ec->second.time_ns;
+      disp_err2[key.second] += f * f * cell_err2[key.first];
+    }
+  }
+  for (size_t cls = 0; cls < n_disp_slots; ++cls) {
     ClassRow& cr = class_rows[cls];
     if (cr.calls == 0 && cr.bytes == 0) continue;
-    if (cls == unknown_class) {
+    if (cls == disp_unknown) {
       cr.size_known = false;
       cr.label = "size not taken";
     } else {
-      cr.lo = classes[cls].lo;
-      cr.hi = classes[cls].hi;
-      cr.label = std::string(classes[cls].label);
+      cr.lo = disp_classes[cls].lo;
+      cr.hi = disp_classes[cls].hi;
+      cr.label = std::string(disp_classes[cls].label);
     }
     cr.time_ns = to_ns(cr.time_ns);
-    cr.error_ns = to_ns(std::sqrt(class_err2[cls]));
+    cr.error_ns = to_ns(std::sqrt(disp_err2[cls]));
+    cr.unsure = is_unsure(cr.time_ns, cr.error_ns);
     cr.split = {to_ns(cr.split.fast_ns), to_ns(cr.split.slow_ns), to_ns(cr.split.wait_ns)};
     for (double& t : cr.time_by_op) t = to_ns(t);
     if (cls < p2.by_class.size() && !p2.by_class[cls].empty()) {
@@ -909,15 +1328,38 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     } else {
       cr.latency.reset();
     }
-    r.allocator_time_ns += cr.time_ns;
-    r.split.add(cr.split);
     r.classes.push_back(std::move(cr));
+  }
+  // The total and its split are the estimate cells' sums (the display rows add up to them).
+  r.estimate_table = std::string(table->name());
+  for (auto& [k, ec] : est_cells) {
+    ec.cls = k.cls == unknown_class ? kEstimateNoClass : k.cls;
+    ec.op = static_cast<uint8_t>(k.op);
+    ec.time_ns = to_ns(ec.time_ns);
+    ec.split = {to_ns(ec.split.fast_ns), to_ns(ec.split.slow_ns), to_ns(ec.split.wait_ns)};
+    r.allocator_time_ns += ec.time_ns;
+    r.split.add(ec.split);
+    r.cells.push_back(ec);
   }
   for (ClassRow& cr : r.classes) {
     cr.call_share = r.calls ? static_cast<double>(cr.calls) / static_cast<double>(r.calls) : 0;
     cr.time_share = r.allocator_time_ns > 0 ? cr.time_ns / r.allocator_time_ns : 0;
   }
   r.allocator_error_ns = to_ns(std::sqrt(total_err2));
+  if (sampled < 1 && n_clusters < kMinWindowsForBound) r.allocator_error_ns = std::max(r.allocator_error_ns, r.allocator_time_ns);
+  // No timed call at all: the time is unknown, not zero.
+  r.allocator_unsure = is_unsure(r.allocator_time_ns, r.allocator_error_ns) || (r.calls > 0 && r.timed == 0 && r.sample_every > 0);
+  r.error.method = sampled >= 1 ? "every call timed: the times are measured, not estimated"
+                                : "2 standard errors over the timing windows (docs/analysis.md)";
+  r.error.windows = p2.clusters.windows();
+  r.error.clusters = n_clusters;
+  r.error.sampled_fraction = sampled;
+  if (sampled >= 1) {
+    r.error.wait_share_bound = r.error.fast_share_bound = 0;
+  } else if (share_bounds.known && n_clusters >= kMinWindowsForBound) {
+    r.error.wait_share_bound = share_bounds.wait;
+    r.error.fast_share_bound = share_bounds.fast;
+  }
   r.allocator_share = r.thread_time_ns > 0 ? r.allocator_time_ns / r.thread_time_ns : 0;
 
   // Contention.
@@ -955,6 +1397,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   ContentionInputs evidence;
   evidence.allocating = measure_exclusion(p2.exclusion.cells(CallGroup::Allocating));
   evidence.freeing = measure_exclusion(p2.exclusion.cells(CallGroup::Freeing));
+  evidence.ends = coincidence.all();
+  evidence.ends_across = coincidence.across_classes();
+  evidence.ends_near_ns = to_ns(static_cast<double>(coincidence.near_ticks()));
   evidence.busy_threads = c.busy_threads;
   evidence.timed = r.timed;
   evidence.rusage_samples = p2.rusage_samples;
@@ -970,6 +1415,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
 
   // Notes on the model and the data.
   notes.probe_overhead_ns = to_ns(model.overhead);
+  notes.blocks_made = release_totals.blocks_made;
+  notes.blocks_released = release_totals.releases;
+  notes.unreleased_blocks = release_totals.unreleased();
   notes.window_trim_ns = to_ns(static_cast<double>(sweep_config.trim));
   notes.block_threshold_ns = to_ns(model.block_threshold);
   notes.events = profile.events_read;
@@ -996,6 +1444,15 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
                                         "scaled down to it", notes.capped_threads));
   }
   if (r.sample_every == 0 && r.calls) notes.caveats.push_back("calls were counted but none timed (--sample 0)");
+  // What the shim said about calls it could not see (an allocator entry point defined ahead of it).
+  for (std::string_view note : profile.notes) {
+    for (size_t end; !note.empty(); note.remove_prefix(end + (end < note.size()))) {
+      end = std::min(note.find('\n'), note.size());
+      std::string_view line = note.substr(0, end);
+      if (line.starts_with("allocscope: ")) line.remove_prefix(12);
+      if (!line.empty()) notes.caveats.emplace_back(line);
+    }
+  }
   r.timeline = timeline.finish();
   r.model = std::move(notes);
   std::map<uint32_t, double> lifetimes;

@@ -16,6 +16,7 @@
 // estimated times have the probe overhead taken out, latencies are as measured.
 #pragma once
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -53,6 +54,9 @@ struct TimeSplit {
   }
 };
 
+// A figure is *unsure* when its ± bound exceeds half its value (docs/analysis.md, "Error bounds").
+inline bool is_unsure(double value, double error) { return error > 0.5 * std::fabs(value); }
+
 struct LatencySummary {  // of timed calls, as measured (the probe included)
   double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0;
 };
@@ -76,7 +80,8 @@ struct ClassRow {
   std::optional<LatencySummary> latency;  // from this class's timed-call events
   std::vector<LatencyBin> histogram;      // the same events, non-empty bins in order
   double time_ns = 0;            // estimated time inside the allocator
-  double error_ns = 0;           // ± bound (2 standard errors of the sampling)
+  double error_ns = 0;           // ± bound (2 standard errors of the sampling, over timing windows)
+  bool unsure = false;           // is_unsure(time_ns, error_ns)
   double time_share = 0;         // of the allocator time
   TimeSplit split;
   std::array<uint64_t, kOpSlots> calls_by_op{};
@@ -89,6 +94,7 @@ struct ThreadRow {
   double lifetime_ns = 0;        // first allocator call to the last snapshot (exit)
   uint64_t calls = 0, timed = 0;
   double time_ns = 0, error_ns = 0;
+  bool unsure = false;           // is_unsure(time_ns, error_ns)
   double share = 0;              // of the thread's lifetime
   TimeSplit split;
   bool capped = false;           // the estimate exceeded the lifetime and was scaled down to it
@@ -129,7 +135,33 @@ struct ModelNotes {
   double fallback_blocked_calls = 0; // calls taken as blocked from the threads' switch counts
   uint64_t windows = 0;
   uint32_t capped_threads = 0;
+  // Blocks made (successful allocating calls, each realloc one), releases (free, delete, delete[])
+  // and blocks not given back: what the releases' classes rest on (release_classes.h).
+  uint64_t blocks_made = 0, blocks_released = 0, unreleased_blocks = 0;
   std::vector<std::string> caveats;  // plain-language warnings about the data
+};
+
+// The model's estimate for one (size class of the allocator's own table, operation): the one
+// place allocator time comes from.  The allocator's table is class_table_of() of the profile
+// (trace_analysis.h) whatever `--by` says; report --by bucket, shapes, call sites, the exports
+// and diff apportion these cells (apportion.h), so that every view adds up to the same total.
+constexpr uint32_t kEstimateNoClass = ~uint32_t{0};  // frees of no known size (kNoClass)
+struct EstimateCell {
+  uint32_t cls = 0;              // index in the allocator's table, or kEstimateNoClass
+  uint8_t op = 0;
+  uint64_t calls = 0, timed = 0;
+  double time_ns = 0;            // after the lifetime cap
+  TimeSplit split;
+};
+
+struct ErrorNotes {
+  std::string method;            // how the bounds were computed, in words
+  uint64_t windows = 0;          // timing windows the timed calls fell in (the sampling units)
+  uint64_t clusters = 0;         // … grouped into this many clusters (neighbouring windows merged)
+  double sampled_fraction = 0;   // timed calls / calls
+  // ± bounds of the waiting and fast shares of allocator time (fractions), the same way; null
+  // when they cannot be bounded (too few windows).
+  std::optional<double> wait_share_bound, fast_share_bound;
 };
 
 struct Verdict {
@@ -154,7 +186,11 @@ struct CostReport {
   double thread_time_ns = 0;         // sum of the threads' lifetimes
   double allocator_time_ns = 0;
   double allocator_error_ns = 0;
+  bool allocator_unsure = false;     // is_unsure(allocator_time_ns, allocator_error_ns)
   double allocator_share = 0;        // of thread time
+  std::string estimate_table;        // name of the table `cells` refer to
+  std::vector<EstimateCell> cells;   // the estimate per (class, op) that every view apportions
+  ErrorNotes error;
   TimeSplit split;
   Contention contention;
   std::vector<ClassRow> classes;     // non-empty classes in size order, then unknown sizes

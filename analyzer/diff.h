@@ -39,17 +39,39 @@ struct DiffRow {
   std::array<double, kOpSlots> delta_by_op{};
 };
 
+// One thread of a run: its rusage against its time inside allocator calls.
+struct ThreadSide {
+  uint32_t serial = 0;
+  uint64_t calls = 0;
+  double lifetime_ns = 0, allocator_time_ns = 0;
+  double cpu_ns = 0, system_ns = 0;      // rusage (user + system, system)
+  double outside_cpu_ns = 0;             // cpu_ns - (allocator time - waiting), within its time outside calls
+  uint64_t minor_faults = 0;
+  double faults_in_calls = 0;            // its rusage-sampled calls' faults scaled to its calls (point estimate)
+  double faults_outside = 0;
+};
+
 struct RunSide {
   std::string file, program, libc, allocator;
+  std::vector<std::string> args;         // the program's argv
   std::optional<double> wall_ns;
   double thread_time_ns = 0;             // lifetimes of the threads with >= 1 % of the calls
   double allocator_time_ns = 0, allocator_error_ns = 0;
   TimeSplit split;
   uint64_t calls = 0;
   uint64_t minor_faults = 0;             // all threads (rusage)
-  double faults_in_calls = 0;            // estimated from rusage-sampled calls
+  double system_ns = 0;                  // all threads' system time (rusage)
+  double cpu_ns = 0;                     // CPU time (user + system) of the threads with >= 1 % of the calls
+  double outside_cpu_ns = 0;             // … outside allocator calls: cpu_ns - (allocator time - waiting)
+  double outside_off_cpu_ns = 0;         // time outside calls off the CPU (preempted or blocked)
+  uint64_t voluntary_switches = 0, involuntary_switches = 0;  // the same threads' (rusage)
+  double faults_in_calls = 0;            // estimated from rusage-sampled calls (at most minor_faults)
+  double faults_in_calls_bound = 0;      // ± 2 standard errors of that estimate
+  double faults_outside = 0;             // minor_faults less those surely inside calls
   double fault_ns = 0;                   // calibrated cost of one minor fault
-  double outside_fault_ns = 0;           // faults outside calls x fault_ns
+  double outside_fault_ns = 0;           // faults_outside x fault_ns
+  double outside_fault_error_ns = 0;     // ± (the faults that may have been inside calls after all)
+  std::vector<ThreadSide> threads;
   ContentionVerdict contention;          // the side's contention verdict (contention_verdict.h)
   double wait_share = 0;
   // The program's own locks (record --locks; lock_report.h), over the same threads as
@@ -61,16 +83,31 @@ struct RunSide {
   double top_lock_wait_ns = 0;
 };
 
+// Whether the two runs did the same work, judged by their allocator calls (docs/analysis.md,
+// "Runs that did different work").
+struct WorkComparison {
+  uint64_t calls_base = 0, calls_other = 0;
+  double ratio = 1;            // calls_other / calls_base
+  bool per_call = false;       // the calls differ by more than kWorkTolerance: BASE is scaled by `ratio`
+  std::string reason;          // why the diff compares per call, or why it has no coverage; empty otherwise
+};
+
 struct DiffReport {
   RunSide base, other;
+  WorkComparison work;
   std::vector<DiffRow> rows;             // size order, then unknown sizes
   std::array<double, kOpSlots> delta_by_op{};
   double calls_delta_ns = 0;             // allocator time inside calls, OTHER - BASE (thread time)
   double calls_error_ns = 0;             // ± (2 standard errors, both runs)
-  double faults_delta_ns = 0;            // page faults outside calls, OTHER - BASE
+  double faults_delta_ns = 0;            // page faults outside calls, OTHER - BASE (charged to the allocator)
+  double faults_error_ns = 0;            // ± its bound
+  double unattributed_ns = 0;            // measured - attributed: outside allocator calls, not attributed
+  double unattributed_on_cpu_ns = 0;     // … of it, on the CPU (the program's code: cache, TLB, kernel work)
+  double unattributed_off_cpu_ns = 0;    // … off the CPU outside calls (preempted by other work, or blocked)
   TimeSplit split_delta;
   double measured_delta_ns = 0;          // thread time, OTHER - BASE
   double attributed_delta_ns = 0;        // calls + faults
+  bool attributed_unsure = false;        // the calls' bound exceeds half their difference
   std::optional<double> coverage;        // attributed / measured (thread time)
   // With both sides recorded with --locks, the rest of the gap: the program's own locks (their
   // lock time: contended waits and unlocks), its condition waits (idle by design), and what
@@ -82,6 +119,8 @@ struct DiffReport {
   std::optional<double> explained;       // (attributed + locks_delta) / measured
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
   std::string verdict;
+  std::string verdict_dominant;          // the largest part of the allocator's change in the gap's
+                                         // direction: waiting, slow, fast, faults; none without a gap
   std::optional<ShapeGap> shape_gap;     // both profiles are traces
   std::string shape_note;                // otherwise: why there is no attribution to shapes
 };
@@ -90,6 +129,9 @@ DiffReport diff_profiles(const std::filesystem::path& base, const std::filesyste
 // The same from the two runs' reports, analyzed by bucket (the common grid); their files are read
 // again for page-fault evidence.
 DiffReport diff_reports(const CostReport& base, const CostReport& other);
+// Why the two runs may not be the same workload: their arguments differ, or their programs do
+// while their C libraries are the same (a program built once per libc is expected to differ).
+std::vector<std::string> workload_warnings(const DiffReport& diff);
 std::string diff_text(const DiffReport& diff);
 std::string diff_json(const DiffReport& diff);
 

@@ -1,13 +1,13 @@
 // The JSON document of `allocscope dump --json`:
 //
-// {"file", "format_version", "created_realtime_ns", "truncated", "truncated_at",
+// {"schema": "allocscope-dump/1", "file", "format_version", "created_realtime_ns", "truncated", "truncated_at",
 //  "process": {"pid","ppid","exe","args":[],"libc":"glibc|musl|unknown","libc_version",
 //              "allocator","secure","tick_hz","clock","start_realtime_ns","wall_ns",
 //              "complete","exit_kind","threads_seen","max_live_threads","events_dropped",
 //              "write_errors"},
 //  "calibration": null | {"clock","sample_every","cpu_sample_every","window_shift","tick_hz",
 //              "tick_hz_effective","tick_hz_source","calib_tick0","calib_mono0","calib_tick1",
-//              "calib_mono1", and for each probe "<probe>_ticks" and "<probe>_ns"},
+//              "calib_mono1", and for each probe "<probe>_ticks" and "<probe>_ps" (picoseconds)},
 //  "threads": [{"serial","tid","seq","state","first_tick","last_tick","snapshot_tick",
 //              "snapshot_mono_ns","wall_ns","rusage":{…null when unavailable},"events_written",
 //              "events_dropped","events_read","reentrant_calls",
@@ -21,7 +21,8 @@
 //  "stacks": {"distinct","ids"}, "modules": [{"path","load_bias","start","end"}]}
 // The calibration also says "trace", "stacks" and "locks" (mode_flags), "stack_every", "stack_slow_ticks",
 // and where the timing windows fall: "window_phase" (kModeWindowPhase: at an offset per period
-// drawn from "window_seed"; false: at the start of each period).
+// drawn from "window_seed"; false: at the start of each period), and "cxx_operators"
+// (kModeCxxOperators: the shim counted the C++ operators as new, new[], delete, delete[]).
 //
 // Absent values are null.  Only operations with calls > 0 appear in "totals" and "ops" maps.
 // "buckets" lists the non-empty size buckets in size order, then (bucket 255, size_known false,
@@ -47,7 +48,8 @@ constexpr struct {
   const char* key;
 } kQuantiles[] = {{0.50, "p50_ns"}, {0.90, "p90_ns"}, {0.99, "p99_ns"}, {0.999, "p999_ns"}};
 
-double round_to_hundredths(double value) { return std::round(value * 100) / 100; }
+// Picoseconds: probe costs are often below a nanosecond, which integer ns would round away.
+uint64_t picoseconds(double ns) { return std::isfinite(ns) && ns > 0 ? static_cast<uint64_t>(std::llround(ns * 1000)) : 0; }
 
 void write_process(JsonWriter& w, const Profile& p) {
   const ProcessRecord* proc = p.process ? &*p.process : nullptr;
@@ -84,7 +86,7 @@ void write_process(JsonWriter& w, const Profile& p) {
 
 void write_probe(JsonWriter& w, const Profile& p, const char* name, uint64_t ticks) {
   w.field(std::string(name) + "_ticks", ticks);
-  w.field(std::string(name) + "_ns", round_to_hundredths(p.clock.to_ns_exact(static_cast<double>(ticks))));
+  w.field(std::string(name) + "_ps", picoseconds(p.clock.to_ns_exact(static_cast<double>(ticks))));
 }
 
 void write_calibration(JsonWriter& w, const Profile& p) {
@@ -111,6 +113,7 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   w.field("trace", (c.mode_flags & format::kModeTrace) != 0).field("stacks", (c.mode_flags & format::kModeStacks) != 0);
   w.field("stack_every", c.stack_every).field("stack_slow_ticks", c.stack_slow_ticks);
   w.field("window_phase", (c.mode_flags & format::kModeWindowPhase) != 0).field("window_seed", c.window_seed);
+  w.field("cxx_operators", (c.mode_flags & format::kModeCxxOperators) != 0);
   w.field("locks", (c.mode_flags & format::kModeLocks) != 0);
   w.end_object();
 }
@@ -222,6 +225,7 @@ std::string dump_json(const Profile& p) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
+  w.field("schema", "allocscope-dump/1");
   w.field("file", p.file).field("format_version", p.header.version);
   w.field("created_realtime_ns", p.header.created_realtime_ns);
   w.field("truncated", p.truncated()).field("truncated_at", p.truncated_at);

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include <map>
+#include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -142,13 +143,14 @@ std::string export_pprof_raw(const StackCostSource& src, const ExportOptions& op
 
   const auto classes = src.table->classes();
   for (const auto& [key, cost] : src.costs) {
-    if (cost.calls == 0) continue;
+    const auto ns = static_cast<uint64_t>(std::llround(cost_ns(src, cost)));
+    if (cost.calls == 0 && ns == 0) continue;
     std::vector<uint64_t> locs = {op_location(key.op)};
     if (key.stack != kNoStack) {
       const auto& frames = stack_locations[key.stack];
       locs.insert(locs.end(), frames.begin(), frames.end());
     }
-    const uint64_t values[2] = {cost.calls, profile.ticks_to_ns(cost.ticks)};
+    const uint64_t values[2] = {cost.calls, ns};
     ProtoWriter sample;
     sample.packed(1, locs).packed(2, values);
     ProtoWriter op_label_msg;

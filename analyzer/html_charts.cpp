@@ -71,7 +71,7 @@ std::string stacked_bars_svg(const StackedBars& chart) {
     asides.push_back(row.aside);
     double total = 0;
     for (const double v : row.values) total += std::max(0.0, v);
-    max_total = std::max(max_total, total);
+    max_total = std::max(max_total, total + row.error.value_or(0.0));
   }
   const double left = label_column(labels, 60, 300);
   const double aside = label_column(asides, 12, 280);
@@ -101,6 +101,14 @@ std::string stacked_bars_svg(const StackedBars& chart) {
       at += v;
     }
     svg.close_group();
+    if (row.error && *row.error > 0) {  // the bound: total ± error, with caps
+      const double mid = y + kBar / 2, lo = x(std::max(0.0, total - *row.error)), hi = x(total + *row.error);
+      svg.open_group("error-bar");
+      svg.line(lo, mid, hi, mid, "whisker");
+      svg.line(lo, mid - 3.5, lo, mid + 3.5, "whisker");
+      svg.line(hi, mid - 3.5, hi, mid + 3.5, "whisker");
+      svg.close_group();
+    }
     if (!row.aside.empty()) svg.text(kWidth - aside + 4, y + kBar - 2, row.aside, "aside");
   }
   return svg.finish();
@@ -110,15 +118,21 @@ std::string stacked_bars_svg(const StackedBars& chart) {
 
 HistogramAxes histogram_axes(const std::vector<HistogramSeries>& all) {
   double lo = INFINITY, hi = 0, top = 0;
+  HistogramAxes axes;
   for (const auto& s : all) {
     for (const auto& b : s.bins) {
       if (b.count <= 0) continue;
-      lo = std::min(lo, b.lo > 0 ? b.lo : b.hi / 2);
+      if (b.lo > 0) {
+        lo = std::min(lo, b.lo);
+      } else {
+        axes.zero_bin = true;
+        lo = std::min(lo, b.hi);  // the log axis starts where the zero bin ends
+      }
       hi = std::max(hi, b.hi);
       top = std::max(top, b.count);
     }
+    hi = std::max(hi, s.max_ns);
   }
-  HistogramAxes axes;
   if (hi > 0) {
     axes.x_lo = std::pow(10.0, std::floor(std::log10(lo)));
     axes.x_hi = std::pow(10.0, std::ceil(std::log10(hi)));
@@ -135,17 +149,32 @@ std::string histogram_svg(std::string_view title, std::string_view caption, cons
   const std::string whole = fmt::format("{} — {}", title, caption);
   svg.text(4, 13, fit_text(title, kW - 8), "panel-title", Anchor::Start, whole);
   svg.text(4, 27, fit_text(caption, kW - 8), "panel-caption", Anchor::Start, whole);
-  const Scale x = Scale::log(axes.x_lo, axes.x_hi, kLeft, kW - kRight);
+  // The zero bin, when there is one: its own column left of the log axis.
+  constexpr double kZeroW = 14, kZeroGap = 18;  // room for the first log label beside "0"
+  const double log_left = axes.zero_bin ? kLeft + kZeroW + kZeroGap : kLeft;
+  const Scale x = Scale::log(axes.x_lo, axes.x_hi, log_left, kW - kRight);
   const Scale y = Scale::log(0.7, axes.y_max, kH - kBottom, kTopH);
   const double base = kH - kBottom;
   draw_axis(svg, x, AxisSide::Bottom, base, axis_duration, "latency (log)", kTopH);
   draw_axis(svg, y, AxisSide::Left, kLeft, compact_count, "", kW - kRight);
+  if (axes.zero_bin) {
+    svg.open_group("axis zero-axis");
+    svg.line(kLeft, base, kLeft + kZeroW, base, "domain");
+    svg.line(kLeft + kZeroW / 2, base, kLeft + kZeroW / 2, base + 4, "tick");
+    svg.text(kLeft + kZeroW / 2, base + 15, "0", "tick-label", Anchor::Middle);
+    svg.line(log_left - kZeroGap / 2, kTopH, log_left - kZeroGap / 2, base, "zero-bin");
+    svg.close_group();
+  }
+  // x of a bin: the zero bin is its column; the others on the log axis.
+  auto bin_x = [&](const HistogramBin& b) {
+    return b.lo > 0 ? std::pair(x(b.lo), x(b.hi)) : std::pair(kLeft + 1.0, kLeft + kZeroW - 1.0);
+  };
   for (const auto& s : series) {
     PathData d;
     double run_end = -1;  // x of the end of the current run of adjacent bins
     for (const auto& b : s.bins) {
       if (b.count <= 0) continue;
-      const double x0 = x(b.lo > 0 ? b.lo : axes.x_lo), x1 = x(b.hi);
+      const auto [x0, x1] = bin_x(b);
       const double y1 = y(b.count);
       if (run_end < 0 || std::fabs(x0 - run_end) > 0.05) {
         if (run_end >= 0) d.line(run_end, base).close();
@@ -156,15 +185,21 @@ std::string histogram_svg(std::string_view title, std::string_view caption, cons
     }
     if (run_end >= 0) d.line(run_end, base).close();
     svg.path(d, "hist " + s.series.css, s.series.name);
+    if (s.max_ns > 0) {  // the slowest call, which a bin of one call may not show at this height
+      const double xm = x(s.max_ns);
+      svg.rect(xm - 0.75, kTopH, 1.5, base - kTopH, "max-mark " + s.series.css,
+               fmt::format("{}{}slowest call: {}", s.series.name, s.series.name.empty() ? "" : " ",
+                           format_duration_ns(s.max_ns)));
+    }
   }
   // Tooltips: one transparent column per bin and series.
   svg.open_group("hits");
   for (const auto& s : series) {
     for (const auto& b : s.bins) {
       if (b.count <= 0) continue;
-      const double x0 = x(b.lo > 0 ? b.lo : axes.x_lo), x1 = x(b.hi);
+      const auto [x0, x1] = bin_x(b);
       const std::string range = b.lo > 0 ? fmt::format("{} – {}", format_duration_ns(b.lo), format_duration_ns(b.hi))
-                                         : fmt::format("under {}", format_duration_ns(b.hi));
+                                         : fmt::format("0 (under {})", format_duration_ns(b.hi));
       svg.rect(x0, y(b.count), x1 - x0, base - y(b.count), "hit",
                fmt::format("{}{}{}: {} calls", s.series.name, s.series.name.empty() ? "" : " ", range,
                            group_digits(static_cast<uint64_t>(b.count))));

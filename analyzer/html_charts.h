@@ -32,6 +32,7 @@ struct StackedBars {
     std::vector<double> values;  // one per series
     std::string aside;
     std::string css;             // extra class of the row's label (e.g. "muted")
+    std::optional<double> error = std::nullopt;  // ± bound of the row's total, drawn as an error bar when known
   };
   std::vector<Row> rows;
 };
@@ -45,10 +46,16 @@ struct HistogramBin {
 struct HistogramSeries {
   ChartSeries series;
   std::vector<HistogramBin> bins;
+  double max_ns = 0;  // the slowest call of the data (0: the bins' end), marked and inside the axis
 };
-struct HistogramAxes {  // shared by small multiples, so that they compare at a glance
+// Shared by small multiples, so that they compare at a glance.  The log axis spans the data: from
+// the decade below the fastest bin that starts above 0 to the decade above the slowest call; the
+// bin from 0 (calls under 1 ns: 0 ticks on a coarse clock) is drawn apart, left of the log axis,
+// as its own "0" bin.
+struct HistogramAxes {
   double x_lo = 1, x_hi = 1e6;  // ns
   double y_max = 10;            // calls
+  bool zero_bin = false;        // some series has calls under 1 ns
 };
 HistogramAxes histogram_axes(const std::vector<HistogramSeries>& all);
 // A small panel: `title` and `caption` on two lines above the plot (cut to fit, whole in tooltips).

@@ -24,8 +24,9 @@ std::string run_line(const RunSide& s) {
 }
 
 const char* kUnexplainedTip =
-    "thread time that the allocator's calls and page faults do not account for: the program's own work, other "
-    "system effects, noise between the runs";
+    "thread time outside allocator calls that their page faults do not account for: the program's own work, what "
+    "a different heap layout costs it (cache and TLB misses, which allocscope cannot see), other system effects, "
+    "noise between the runs";
 
 // Steps shared by both waterfalls: the attributed total, what is left unexplained, the measured gap.
 void close_waterfall(Waterfall& w, const DiffReport& d) {
@@ -38,10 +39,11 @@ void close_waterfall(Waterfall& w, const DiffReport& d) {
                        "unlocks (sampled)"});
     w.steps.push_back({"condition waits (idle)", d.cond_delta_ns, "", false, std::nullopt,
                        "pthread_cond_wait: waiting for work or a signal by design"});
-    w.steps.push_back({"none of the above", d.rest_delta_ns, "rest", false, std::nullopt, kUnexplainedTip});
+    w.steps.push_back({"not attributed (none of the above)", d.rest_delta_ns, "rest", false, std::nullopt,
+                       kUnexplainedTip});
   } else {
-    w.steps.push_back({"not explained by the allocator", d.measured_delta_ns - d.attributed_delta_ns, "rest", false,
-                       std::nullopt, kUnexplainedTip});
+    w.steps.push_back({"not attributed (outside allocator calls)", d.measured_delta_ns - d.attributed_delta_ns, "rest",
+                       false, std::nullopt, kUnexplainedTip});
   }
   w.steps.push_back({"measured difference (thread time)", d.measured_delta_ns, "total-bar", true, std::nullopt,
                      "OTHER − BASE, lifetimes of the threads with 1 % of the calls or more"});
@@ -49,7 +51,7 @@ void close_waterfall(Waterfall& w, const DiffReport& d) {
 
 std::vector<LegendEntry> waterfall_legend() {
   return {{"OTHER takes longer", "up"}, {"OTHER takes less", "down"}, {"total", "total-bar"},
-          {"not explained by the allocator", "rest"}};
+          {"not attributed (outside allocator calls)", "rest"}};
 }
 
 void add_component_waterfall(HtmlPage& page, const DiffReport& d) {
@@ -140,11 +142,16 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
     const auto& [b, o] = pairs[i];
     const std::string label = b ? b->label : o->label;
     bars.rows.push_back({label + " BASE", b ? split_values(b->split) : std::vector<double>{0, 0, 0},
-                         b ? format_duration_ns(b->time_ns) : "-", ""});
+                         b ? format_duration_ns(b->time_ns) : "-", "", b ? std::optional(b->error_ns) : std::nullopt});
     bars.rows.push_back({label + " OTHER", o ? split_values(o->split) : std::vector<double>{0, 0, 0},
-                         o ? format_duration_ns(o->time_ns) : "-", "muted"});
+                         o ? format_duration_ns(o->time_ns) : "-", "muted",
+                         o ? std::optional(o->error_ns) : std::nullopt});
   }
-  std::vector<std::vector<std::string>> totals{{"", "BASE", "OTHER", "OTHER − BASE"}};
+  // The same rows as the text (diff_text), per call when the runs did different work.
+  std::vector<std::vector<std::string>> totals{
+      {"", "BASE", "OTHER", d.work.per_call ? fmt::format("OTHER − BASE × {:.3f}", d.work.ratio) : "OTHER − BASE"}};
+  totals.push_back({"allocator calls", group_digits(d.work.calls_base), group_digits(d.work.calls_other),
+                    d.work.per_call ? "different work: per call" : ""});
   totals.push_back({"wall time", optional_duration(d.base.wall_ns), optional_duration(d.other.wall_ns),
                     d.wall_measured_delta_ns ? signed_dur(*d.wall_measured_delta_ns) : "-"});
   totals.push_back({"thread time (allocating threads)", format_duration_ns(d.base.thread_time_ns),
@@ -152,8 +159,14 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
   totals.push_back({"inside allocator calls", format_duration_ns(d.base.allocator_time_ns),
                     format_duration_ns(d.other.allocator_time_ns),
                     fmt::format("{} ± {}", signed_dur(d.calls_delta_ns), format_duration_ns(d.calls_error_ns))});
-  totals.push_back({"page faults outside calls (est.)", format_duration_ns(d.base.outside_fault_ns),
-                    format_duration_ns(d.other.outside_fault_ns), signed_dur(d.faults_delta_ns)});
+  totals.push_back({"page faults outside calls", format_duration_ns(d.base.outside_fault_ns),
+                    format_duration_ns(d.other.outside_fault_ns),
+                    fmt::format("{} ± {}", signed_dur(d.faults_delta_ns), format_duration_ns(d.faults_error_ns))});
+  totals.push_back({"attributed to the allocator", "", "", signed_dur(d.attributed_delta_ns)});
+  totals.push_back({"outside allocator calls: not attributed", "", "", signed_dur(d.unattributed_ns)});
+  totals.push_back({"  on the CPU (the program's own code)", "", "", signed_dur(d.unattributed_on_cpu_ns)});
+  totals.push_back({"  off the CPU (preempted or blocked)", format_duration_ns(d.base.outside_off_cpu_ns),
+                    format_duration_ns(d.other.outside_off_cpu_ns), signed_dur(d.unattributed_off_cpu_ns)});
   totals.push_back({"coverage (thread time / wall time)", "", "",
                     fmt::format("{} / {}", d.coverage ? pct(*d.coverage) : "-", d.wall_coverage ? pct(*d.wall_coverage) : "-")});
   if (d.locks) {
@@ -211,7 +224,7 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
   }
   html += "</div>";
   page.section("Latency per size, BASE and OTHER",
-               "Timed calls per latency bin, as measured (probe included), BASE in blue and OTHER in amber; both axes "
+               "Timed calls per latency bin, as measured (probe included), BASE in blue and OTHER in teal (the page's legend); both axes "
                "are logarithmic and shared by the panels. The sizes whose time changed most.",
                html);
 }

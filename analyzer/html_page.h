@@ -20,7 +20,9 @@ class HtmlPage {
  public:
   explicit HtmlPage(std::string title, size_t budget = kHtmlBudgetBytes);
 
-  // The heading lines under the title: label / value pairs (escaped).
+  // Every page shows, under its verdict, the same legend: each colour of the charts and its one
+// meaning (html_page.cpp kMeanings).
+// The heading lines under the title: label / value pairs (escaped).
   void fact(std::string_view label, std::string_view value);
   // The verdict, first thing after the facts (escaped).
   void verdict(std::string_view text);
@@ -42,10 +44,12 @@ class HtmlPage {
 };
 
 // An HTML table of text cells (escaped); the first row is the header.  Columns after the first
-// are right-aligned.
-std::string html_table(const std::vector<std::vector<std::string>>& rows);
+// are right-aligned; cells do not wrap, except the last column's with `wrap_last` (long text).
+// A table wider than the page scrolls inside its own box, never the page.
+std::string html_table(const std::vector<std::vector<std::string>>& rows, bool wrap_last = false);
 
-// Writes `html` to `path`; throws std::runtime_error on failure.
-void write_html_file(const std::filesystem::path& path, std::string_view html);
+// Writes `html` to `path` (an existing file only with `force`: cli.h); throws std::runtime_error
+// on failure.
+void write_html_file(const std::filesystem::path& path, std::string_view html, bool force);
 
 }  // namespace allocscope

@@ -32,8 +32,9 @@ void add_facts(HtmlPage& page, const CostReport& r) {
   page.fact("calls", fmt::format("{} ({} timed)", group_digits(r.calls), group_digits(r.timed)));
   const double t = r.split.total();
   page.fact("allocator time",
-            fmt::format("{} ± {} = {} of {} thread time; fast path {}, slow but running {}, waiting {}",
+            fmt::format("{} ± {}{} = {} of {} thread time; fast path {}, slow but running {}, waiting {}",
                         format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
+                        r.allocator_unsure ? " (unsure)" : "",
                         pct(r.allocator_share), format_duration_ns(r.thread_time_ns), pct(t > 0 ? r.split.fast_ns / t : 0),
                         pct(t > 0 ? r.split.slow_ns / t : 0), pct(t > 0 ? r.split.wait_ns / t : 0)));
 }
@@ -53,7 +54,9 @@ void add_class_costs(HtmlPage& page, const CostReport& r) {
       continue;
     }
     bars.rows.push_back({c.label, split_values(c.split),
-                         fmt::format("{} · {}", format_duration_ns(c.time_ns), pct(c.time_share)), ""});
+                         fmt::format("{} ± {} · {}", format_duration_ns(c.time_ns), format_duration_ns(c.error_ns),
+                                     pct(c.time_share)),
+                         "", c.error_ns});
   }
   if (rest_rows > 0) {
     bars.rows.push_back({fmt::format("{} other classes", rest_rows), split_values(rest),
@@ -73,7 +76,8 @@ void add_class_costs(HtmlPage& page, const CostReport& r) {
   }
   page.section("Where the allocator's time goes, by size class",
                "Estimated time inside the allocator per size class, split into the fast path (what the calls cost "
-               "alone), slow but running (contention, faults, preemption) and waiting (blocked off-CPU).",
+               "alone), slow but running (contention, faults, preemption) and waiting (blocked off-CPU); the "
+               "error bar is the estimate's ± bound (2 standard errors of the sampling).",
                stacked_bars_svg(bars) + html_table(table));
 }
 
@@ -126,7 +130,8 @@ void add_threads(HtmlPage& page, const CostReport& r) {
   bars.series = split_series();
   for (const auto* t : rows) {
     bars.rows.push_back({fmt::format("thread {}", t->serial), split_values(t->split),
-                         fmt::format("{} · {} of its life", format_duration_ns(t->time_ns), pct(t->share)), ""});
+                         fmt::format("{} · {} of its life", format_duration_ns(t->time_ns), pct(t->share)), "",
+                         t->error_ns});
   }
   std::vector<std::vector<std::string>> inside{{"threads inside", "timed calls", "mean", "p50", "p99", "vs alone"}};
   for (const auto& row : r.contention.by_inside) {
@@ -184,9 +189,16 @@ void add_notes(HtmlPage& page, const CostReport& r) {
   item(fmt::format("probe overhead taken out of every duration: {}; window trim: {}; shortest call that can block: {}",
                    format_duration_ns(m.probe_overhead_ns), format_duration_ns(m.window_trim_ns),
                    format_duration_ns(m.block_threshold_ns)));
-  item(fmt::format("{} timed-call events ({} dropped, {} late) in {} windows; {} rusage samples, {} of them blocked",
-                   group_digits(m.events), group_digits(m.events_dropped), group_digits(m.late_events),
-                   group_digits(m.windows), group_digits(m.rusage_samples), group_digits(m.rusage_blocked)));
+  // A trace's timed calls are in its records, not in events: say where the durations come from.
+  item(r.trace ? fmt::format("{} timed calls of {}, their durations from the trace; {} rusage samples, {} of them "
+                             "blocked",
+                             group_digits(r.timed), group_digits(r.calls), group_digits(m.rusage_samples),
+                             group_digits(m.rusage_blocked))
+               : fmt::format("{} timed calls of {}: {} timed-call events read ({} dropped, {} late) in {} windows; {} "
+                             "rusage samples, {} of them blocked",
+                             group_digits(r.timed), group_digits(r.calls), group_digits(m.events),
+                             group_digits(m.events_dropped), group_digits(m.late_events), group_digits(m.windows),
+                             group_digits(m.rusage_samples), group_digits(m.rusage_blocked)));
   for (const auto& c : m.caveats) item(c);
   html += "</ul>";
   page.section("Notes on the model and the data", "", html);

@@ -24,6 +24,7 @@ HistogramSeries histogram_series(const ClassRow& c, ChartSeries series) {
   HistogramSeries h;
   h.series = std::move(series);
   for (const auto& b : c.histogram) h.bins.push_back({b.lo_ns, b.hi_ns, static_cast<double>(b.calls)});
+  if (c.latency) h.max_ns = c.latency->max_ns;
   return h;
 }
 

@@ -222,16 +222,29 @@ void draw_axis(Svg& svg, const Scale& scale, AxisSide side, double at, const std
   } else {
     svg.line(at, std::min(a, b), at, std::max(a, b), "domain");
   }
+  // A label that would overlap the last one drawn is left out (its tick stays): on a narrow log
+  // axis every other decade is labelled rather than all of them run together.
+  constexpr double kLabelGap = 5, kLabelHeight = 11;
+  double last_end = -INFINITY;
   for (const double v : scale.ticks()) {
     const double p = scale(v);
+    const std::string label = format(v);
     if (side == AxisSide::Bottom) {
       if (grid >= 0) svg.line(p, grid, p, at, "grid");
       svg.line(p, at, p, at + 4, "tick");
-      svg.text(p, at + 15, format(v), "tick-label", Anchor::Middle);
+      const double half = text_width(label) / 2;
+      if (p - half >= last_end + kLabelGap) {
+        svg.text(p, at + 15, label, "tick-label", Anchor::Middle);
+        last_end = p + half;
+      }
     } else {
       if (grid >= 0) svg.line(at, p, grid, p, "grid");
       svg.line(at - 4, p, at, p, "tick");
-      svg.text(at - 6, p + 3.5, format(v), "tick-label", Anchor::End);
+      const double top = -p;  // labels go up the axis: compare heights in the upward direction
+      if (top >= last_end + 2) {
+        svg.text(at - 6, p + 3.5, label, "tick-label", Anchor::End);
+        last_end = top + kLabelHeight;
+      }
     }
   }
   if (!title.empty()) {

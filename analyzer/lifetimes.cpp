@@ -20,9 +20,13 @@ bool obtains_block(unsigned op) {
     case Op::AlignedAlloc:
     case Op::Memalign:
     case Op::Valloc:
-    case Op::Pvalloc: return true;
+    case Op::Pvalloc:
+    case Op::New:
+    case Op::NewArray: return true;
     case Op::Free:
-    case Op::MallocUsableSize: return false;
+    case Op::MallocUsableSize:
+    case Op::Delete:
+    case Op::DeleteArray: return false;
   }
   return false;
 }
@@ -287,7 +291,7 @@ void LifetimeTracker::enter(const TraceCall& call) {
   r_.timed_calls += timed(call);
   allocs_of(call.thread);  // sizes the per-thread tables
   resizing_[call.thread].reset();
-  if (rec.op == static_cast<uint8_t>(Op::Free)) {
+  if (releases(rec.op)) {
     if (rec.addr == 0) {
       ++r_.null_frees;
       add_cost(call, kNoClass, 0);

@@ -132,6 +132,7 @@ struct StackCost {
   uint64_t calls = 0;
   uint64_t timed = 0;           // of `calls`, those with a duration
   uint64_t ticks = 0;           // (estimated when not all were timed: see above)
+  double time_ns = -1;          // its part of the cost model's estimate (apply_estimate), or < 0: not set
   ByteCount bytes = 0;
   uint64_t leaked = 0;          // blocks allocated here and never freed
   ByteCount leaked_bytes = 0;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "allocscope/format.h"
 #include "cli.h"
 #include "callsites.h"
 #include "compare.h"
@@ -59,7 +60,8 @@ int run(const std::vector<std::string>& args) {
     return 0;
   }
   if (name == "--version") {
-    fmt::print("allocscope {}\n", ALLOCSCOPE_VERSION);
+    fmt::print("allocscope {}\nprofile format version {} (the one it reads and writes)\n", ALLOCSCOPE_VERSION,
+               format::kVersion);
     return 0;
   }
   const Subcommand* command = find_subcommand(name);
@@ -70,7 +72,7 @@ int run(const std::vector<std::string>& args) {
   try {
     return command->run(CommandArgs(args).subspan(1));
   } catch (const UsageError& error) {
-    fmt::print(stderr, "allocscope {}\nTry 'allocscope {} --help'.\n", error.what(), command->name);
+    fmt::print(stderr, "allocscope: {}\nTry 'allocscope {} --help'.\n", error.what(), command->name);
   } catch (const std::exception& error) {
     fmt::print(stderr, "allocscope: {}\n", error.what());
   }

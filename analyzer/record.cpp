@@ -23,13 +23,15 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: allocscope record [-o FILE] [--allocator NAME|PATH] [--sample N] [--trace] [--stacks[=N]]\n"
-    "                         [--locks] [--] CMD [ARGS...]\n"
+    "usage: allocscope record [-o FILE [--force]] [--allocator NAME|PATH] [--sample N] [--trace]\n"
+    "                         [--stacks[=N]] [--locks] [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the allocscope shim preloaded and writes its allocator profile.\n"
     "\n"
     "  -o, --output FILE   profile of CMD's process (default: allocscope.<CMD>.<pid>.asp);\n"
-    "                      other processes it starts write FILE.<pid>; never overwrites\n"
+    "                      other processes it starts write FILE.<pid>\n"
+    "  --force             replace FILE if it exists (without it, an existing FILE is an\n"
+    "                      error); the profiles of other processes never replace a file\n"
     "  --allocator NAME    run CMD on another malloc: glibc/system/musl (its own), jemalloc,\n"
     "                      tcmalloc, mimalloc, scudo, or the path of a shared library\n"
     "  --sample N          time calls during 1/N of the time; 1 times every call, 0 counts\n"
@@ -94,10 +96,12 @@ OutputPlan plan_output(const RecordOptions& options) {
   if (options.output) {
     const fs::path absolute = fs::absolute(*options.output).lexically_normal();
     std::error_code ec;
-    if (fs::exists(fs::symlink_status(absolute, ec))) {
-      throw std::runtime_error(fmt::format("{} already exists; not overwriting it", options.output->string()));
-    }
     if (absolute.filename().empty()) throw UsageError(fmt::format("record: -o {}: not a file name", options.output->string()));
+    refuse_overwrite(*options.output, options.force);
+    // --force: the shim never writes over a file (it would pick FILE.<pid>), so the old one goes now.
+    if (fs::exists(fs::symlink_status(absolute, ec)) && !fs::remove(absolute, ec)) {
+      throw std::runtime_error(fmt::format("cannot replace {}: {}", options.output->string(), ec.message()));
+    }
     if (!fs::is_directory(absolute.parent_path(), ec)) {
       throw std::runtime_error(fmt::format("{}: directory does not exist", absolute.parent_path().string()));
     }
@@ -266,6 +270,8 @@ std::optional<RecordOptions> parse_record_options(CommandArgs args) {
       options.allocator = value;
     } else if (take_option_value("record", args, i, "--sample", "", value)) {
       options.sample_every = parse_sample_rate("record", "--sample", value);
+    } else if (arg == "--force") {
+      options.force = true;
     } else if (arg == "--trace") {
       options.trace = true;
     } else if (arg == "--locks") {
@@ -280,6 +286,7 @@ std::optional<RecordOptions> parse_record_options(CommandArgs args) {
   }
   options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (options.command.empty()) throw UsageError("record: missing CMD");
+  if (options.force && !options.output) throw UsageError("record: --force goes with -o FILE");
   return options;
 }
 

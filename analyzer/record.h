@@ -26,6 +26,7 @@ namespace allocscope {
 
 struct RecordOptions {
   std::optional<std::filesystem::path> output;  // -o
+  bool force = false;                           // --force: -o may replace an existing file
   std::optional<std::string> allocator;         // --allocator
   std::optional<uint32_t> sample_every;         // --sample (0: count only, time nothing)
   bool trace = false;                           // --trace: every call

@@ -15,7 +15,7 @@ namespace allocscope {
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: allocscope report FILE... [--json | --html OUT.html]\n"
+    "usage: allocscope report FILE... [--json | --html OUT.html [--force]]\n"
     "                         [--by class|bucket|thread|shape|callsite]\n"
     "\n"
     "Where the allocator's time goes: the estimated time inside the allocator and its share of\n"
@@ -24,6 +24,7 @@ constexpr std::string_view kUsage =
     "\n"
     "  --json          one JSON document per FILE (an array of them for several FILEs)\n"
     "  --html OUT      write a self-contained HTML page with plots to OUT instead (one FILE)\n"
+    "  --force         overwrite OUT if it exists (without it, an existing OUT is an error)\n"
     "  --by class      break the time down by the allocator's size classes (the default; size\n"
     "                  buckets when the allocator is not known)\n"
     "  --by bucket     … by allocscope's log-linear size buckets\n"
@@ -39,6 +40,7 @@ struct ReportOptions {
   std::vector<std::string> files;
   bool json = false;
   std::string html;  // output path, or empty
+  bool force = false;  // --html may overwrite
   ReportGrouping by = ReportGrouping::Class;
 };
 
@@ -62,6 +64,8 @@ std::optional<ReportOptions> parse(CommandArgs args) {
     } else if (!options_done && arg == "--html") {
       if (i + 1 >= args.size()) throw UsageError("report: --html needs an output file");
       options.html = args[++i];
+    } else if (!options_done && arg == "--force") {
+      options.force = true;
     } else if (!options_done && arg.rfind("--html=", 0) == 0) {
       options.html = arg.substr(7);
     } else if (!options_done && arg == "--by") {
@@ -80,6 +84,7 @@ std::optional<ReportOptions> parse(CommandArgs args) {
   if (options.files.empty()) throw UsageError("report: missing FILE");
   if (!options.html.empty() && options.json) throw UsageError("report: --json and --html do not go together");
   if (!options.html.empty() && options.files.size() > 1) throw UsageError("report: --html takes one FILE");
+  if (options.force && options.html.empty()) throw UsageError("report: --force goes with --html");
   return options;
 }
 
@@ -94,8 +99,9 @@ int report_command(CommandArgs args) {
   CostOptions cost;
   cost.by = options->by;
   if (!options->html.empty()) {
+    refuse_overwrite(options->html, options->force);  // before the analysis
     const std::string page = report_html(analyze_profile(options->files[0], cost));
-    write_html_file(options->html, page);
+    write_html_file(options->html, page, options->force);
     fmt::print(stderr, "allocscope: wrote {} ({} KiB)\n", options->html, (page.size() + 1023) / 1024);
     return 0;
   }
@@ -113,7 +119,13 @@ int report_command(CommandArgs args) {
     const CostReport report = analyze_profile(file, cost);
     // The early pass stands when the cost model agrees the file holds a trace (it also checks
     // that the trace has chunks); otherwise its result is dropped.
-    ReportDetails details = early.valid() && report.trace ? early.get() : report_details(report);
+    ReportDetails details;
+    if (early.valid() && report.trace) {
+      details = early.get();
+      apply_estimate(details, report);
+    } else {
+      details = report_details(report);
+    }
     if (options->json) {
       std::string doc = report_json(report, details);
       if (many) {

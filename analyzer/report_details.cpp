@@ -6,14 +6,25 @@
 namespace allocscope {
 
 ReportDetails report_details(const CostReport& report) {
-  return report_details(report.file, report.by, report.trace);
+  ReportDetails details = report_details(report.file, report.by, report.trace);
+  apply_estimate(details, report);
+  return details;
+}
+
+void apply_estimate(ReportDetails& details, const CostReport& report) {
+  if (details.shapes) apply_estimate(*details.shapes, report);
+  if (details.stack_costs) {
+    apply_estimate(*details.stack_costs, report);
+    details.callsites = callsite_report(*details.stack_costs);
+    details.stack_costs.reset();
+  }
 }
 
 ReportDetails report_details(const std::filesystem::path& file, ReportGrouping by, bool trace) {
   ReportDetails details;
   const bool callsites = by == ReportGrouping::Callsite;
   if (!trace) {
-    if (callsites) details.callsites = callsite_report(load_stack_costs(file));
+    if (callsites) details.stack_costs = load_stack_costs(file);
     return details;
   }
   LoadOptions quiet;  // the cost model warns about the file
@@ -21,7 +32,7 @@ ReportDetails report_details(const std::filesystem::path& file, ReportGrouping b
   Profile profile = load_profile(file, quiet);
   TraceAnalysis analysis = analyze_trace(profile);
   details.shapes = shape_report(profile, analysis);
-  if (callsites) details.callsites = callsite_report(trace_stack_costs(std::move(profile), analysis));
+  if (callsites) details.stack_costs = trace_stack_costs(std::move(profile), analysis);
   return details;
 }
 

@@ -43,7 +43,8 @@ void write_class(JsonWriter& w, const ClassRow& c) {
   write_optional_ns(w, "p99_ns", l ? std::optional(l->p99_ns) : std::nullopt);
   write_optional_ns(w, "p999_ns", l ? std::optional(l->p999_ns) : std::nullopt);
   write_optional_ns(w, "max_ns", l ? std::optional(l->max_ns) : std::nullopt);
-  w.field("time_ns", ns(c.time_ns)).field("time_error_ns", ns(c.error_ns)).field("share", fraction(c.time_share));
+  w.field("time_ns", ns(c.time_ns)).field("time_error_ns", ns(c.error_ns)).field("unsure", c.unsure);
+  w.field("share", fraction(c.time_share));
   write_split(w, c.split);
   w.key("ops").begin_object();
   for (unsigned op = 0; op < kOpSlots; ++op) {
@@ -59,7 +60,8 @@ void write_thread(JsonWriter& w, const ThreadRow& t) {
   w.begin_object();
   w.field("serial", t.serial).field("tid", t.tid).field("state", thread_state_name(t.state));
   w.field("lifetime_ns", ns(t.lifetime_ns)).field("calls", t.calls).field("timed", t.timed);
-  w.field("time_ns", ns(t.time_ns)).field("time_error_ns", ns(t.error_ns)).field("share", fraction(t.share));
+  w.field("time_ns", ns(t.time_ns)).field("time_error_ns", ns(t.error_ns)).field("unsure", t.unsure);
+  w.field("share", fraction(t.share));
   write_split(w, t.split);
   w.field("capped", t.capped);
   w.field("classified_calls", t.classified).field("contended_calls", t.contended);
@@ -113,13 +115,16 @@ void write_contention(JsonWriter& w, const CostReport& r) {
 
 void write_model(JsonWriter& w, const ModelNotes& m) {
   w.key("model").begin_object();
-  w.field("probe_overhead_ns", ns(m.probe_overhead_ns)).field("window_trim_ns", ns(m.window_trim_ns));
+  // Picoseconds: the overhead is often below a nanosecond, which integer ns would round to 0.
+  w.field("probe_overhead_ps", ns(m.probe_overhead_ns * 1000)).field("window_trim_ns", ns(m.window_trim_ns));
   w.field("block_threshold_ns", ns(m.block_threshold_ns));
   w.field("events", m.events).field("events_dropped", m.events_dropped).field("late_events", m.late_events);
   w.field("windows", m.windows).field("rusage_samples", m.rusage_samples).field("rusage_blocked", m.rusage_blocked);
   w.field("evidence_bins", m.evidence_bins);
   w.field("fallback_blocked_calls", static_cast<uint64_t>(std::llround(m.fallback_blocked_calls)));
   w.field("capped_threads", m.capped_threads);
+  w.field("blocks_made", m.blocks_made).field("blocks_released", m.blocks_released);
+  w.field("unreleased_blocks", m.unreleased_blocks);
   w.key("caveats").begin_array();
   for (const auto& caveat : m.caveats) w.value(caveat);
   w.end_array();
@@ -145,6 +150,15 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   w.field("calls", r.calls).field("timed_calls", r.timed).field("sample_every", r.sample_every);
   w.field("thread_time_ns", ns(r.thread_time_ns));
   w.field("allocator_time_ns", ns(r.allocator_time_ns)).field("allocator_time_error_ns", ns(r.allocator_error_ns));
+  w.field("allocator_time_unsure", r.allocator_unsure);
+  w.key("error_bounds").begin_object();
+  w.field("method", r.error.method).field("windows", r.error.windows).field("clusters", r.error.clusters);
+  w.field("sampled_fraction", fraction(r.error.sampled_fraction));
+  w.key("wait_share_bound");
+  r.error.wait_share_bound ? w.value(fraction(*r.error.wait_share_bound)) : w.null();
+  w.key("fast_share_bound");
+  r.error.fast_share_bound ? w.value(fraction(*r.error.fast_share_bound)) : w.null();
+  w.end_object();
   w.field("allocator_share", fraction(r.allocator_share));
   write_split(w, r.split);
   w.field("wait_share", fraction(r.contention.wait_share));
@@ -159,6 +173,17 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   w.end_array();
   w.key("per_thread").begin_array();
   for (const ThreadRow& t : r.threads_rows) write_thread(w, t);
+  w.end_array();
+  // The estimate every view apportions (docs/analysis.md, "One estimate, many views").
+  w.field("estimate_table", r.estimate_table);
+  w.key("cells").begin_array();
+  for (const EstimateCell& c : r.cells) {
+    w.begin_object().key("class");
+    c.cls == kEstimateNoClass ? w.null() : w.value(c.cls);
+    w.field("op", op_name(c.op)).field("calls", c.calls).field("timed", c.timed).field("time_ns", ns(c.time_ns));
+    write_split(w, c.split);
+    w.end_object();
+  }
   w.end_array();
   write_model(w, r.model);
   if (details.shapes) {

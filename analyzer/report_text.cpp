@@ -77,9 +77,10 @@ std::string header(const CostReport& r) {
     sampling = fmt::format("timed in windows of 1/{} of the time", r.sample_every);
   }
   fields.add_row({"calls", fmt::format("{} ({} timed: {})", count(r.calls), count(r.timed), sampling)});
-  fields.add_row({"allocator time",
-                  fmt::format("{} ± {} = {} of {} thread time", dur(r.allocator_time_ns), dur(r.allocator_error_ns),
-                              pct(r.allocator_share), dur(r.thread_time_ns))});
+  fields.add_row({"allocator time", r.calls > 0 && r.timed == 0 ? std::string("unknown (unsure): no call was timed") :
+                  fmt::format("{} ± {}{} = {} of {} thread time", dur(r.allocator_time_ns), dur(r.allocator_error_ns),
+                              r.allocator_unsure ? " (unsure)" : "", pct(r.allocator_share), dur(r.thread_time_ns))});
+  fields.add_row({"", fmt::format("± bound: {}", r.error.method)});
   const double t = r.split.total();
   fields.add_row({"", fmt::format("fast path {}, slow but running {}, waiting {}", pct_of(r.split.fast_ns, t),
                                   pct_of(r.split.slow_ns, t), pct_of(r.split.wait_ns, t))});
@@ -121,6 +122,9 @@ std::string cell_bytes(ByteCount bytes) {
   return fmt::format("{:.{}f} {}", v, decimals, kUnits[unit]);
 }
 
+// An error bound in a table cell, "unsure" when it exceeds half the figure.
+std::string cell_err(double ns, bool unsure) { return cell_dur(ns) + (unsure ? " unsure" : ""); }
+
 std::string classes_section(const CostReport& r) {
   const bool buckets = r.class_table == "buckets";
   TextTable calls({{"class", Align::Left}, {"calls"}, {"calls %"}, {"bytes"}, {"p50"}, {"p90"}, {"p99"}, {"p99.9"}, {"max"}});
@@ -137,11 +141,11 @@ std::string classes_section(const CostReport& r) {
     }
     calls.add_row(std::move(row));
     const double t = c.split.total();
-    time.add_row({label, cell_dur(c.time_ns), cell_dur(c.error_ns), cell_pct(c.time_share), cell_pct_of(c.split.fast_ns, t),
+    time.add_row({label, cell_dur(c.time_ns), cell_err(c.error_ns, c.unsure), cell_pct(c.time_share), cell_pct_of(c.split.fast_ns, t),
                   cell_pct_of(c.split.slow_ns, t), cell_pct_of(c.split.wait_ns, t)});
   }
   const double t = r.split.total();
-  time.add_row({"all", cell_dur(r.allocator_time_ns), cell_dur(r.allocator_error_ns), r.allocator_time_ns > 0 ? cell_pct(1) : std::string("-"),
+  time.add_row({"all", cell_dur(r.allocator_time_ns), cell_err(r.allocator_error_ns, r.allocator_unsure), r.allocator_time_ns > 0 ? cell_pct(1) : std::string("-"),
                 cell_pct_of(r.split.fast_ns, t), cell_pct_of(r.split.slow_ns, t), cell_pct_of(r.split.wait_ns, t)});
   // Long labels (sizes not taken, wide class names) give way before the numbers do.
   calls.shrink_to_fit(0, kWidth, 12);
@@ -158,7 +162,7 @@ std::string threads_time_section(const CostReport& r) {
   for (const ThreadRow& t : r.threads_rows) {
     const double total = t.split.total();
     table.add_row({std::to_string(t.serial), std::to_string(t.tid), cell_dur(t.lifetime_ns), count(t.calls),
-                   cell_dur(t.time_ns) + (t.capped ? "*" : ""), cell_dur(t.error_ns), t.lifetime_ns > 0 ? cell_pct(t.share) : "-",
+                   cell_dur(t.time_ns) + (t.capped ? "*" : ""), cell_err(t.error_ns, t.unsure), t.lifetime_ns > 0 ? cell_pct(t.share) : "-",
                    cell_pct_of(t.split.fast_ns, total), cell_pct_of(t.split.slow_ns, total), cell_pct_of(t.split.wait_ns, total)});
   }
   std::string body = table.empty() ? "" : table.render();
@@ -224,6 +228,9 @@ std::string model_section(const CostReport& r) {
   fields.add_row({"", fmt::format("elsewhere: {} call{} of {} or more taken as blocked, from the threads'",
                                   count(blocked), blocked == 1 ? "" : "s", dur(m.block_threshold_ns))});
   fields.add_row({"", "voluntary context switches (longest calls first)"});
+  fields.add_row({"blocks", fmt::format("{} made, {} given back, {} not given back at exit", count(m.blocks_made),
+                                        count(m.blocks_released), count(m.unreleased_blocks))});
+  fields.add_row({"", "(releases count in the classes of the blocks made; each realloc makes one)"});
   std::string body = fields.render();
   for (const auto& caveat : m.caveats) body += wrap_words("note: " + caveat, kWidth, "  ");
   return section("Model (docs/analysis.md)", body);
@@ -237,7 +244,8 @@ std::string shapes_section(const ReportDetails& d) {
   std::string body = shapes_summary_text(s);
   if (s.missing_records) body += fmt::format("  {} calls are missing from the trace\n", count(s.missing_records));
   return section(fmt::format("Blocks (every call of the trace, {} calls)", count(s.calls)), body) +
-         section(s.timed_calls == s.calls
+         section(s.estimated ? "Shapes, adjacent size classes merged (time: the estimate above, apportioned over the shapes)"
+                 : s.timed_calls == s.calls
                      ? "Shapes, adjacent size classes merged (exact time of the traced calls)"
                      : "Shapes, adjacent size classes merged (time of the timed calls, scaled to all)",
                  shape_groups_text(s)) +

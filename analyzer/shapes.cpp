@@ -8,6 +8,9 @@
 #include <set>
 
 #include "allocscope/buckets.h"
+#include "apportion.h"
+#include "cost_model.h"
+#include "side_by_side.h"
 #include "text_table.h"
 #include "units.h"
 
@@ -42,6 +45,7 @@ std::vector<ShapeRow> shape_rows(const std::map<ShapeKey, ShapeCounts>& shapes, 
     row.bytes = counts.bytes;
     row.min_size = counts.blocks ? counts.min_size : 0;
     row.max_size = counts.max_size;
+    row.by_op = counts.by_op;
     rows.push_back(std::move(row));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const ShapeRow& a, const ShapeRow& b) {
@@ -247,9 +251,63 @@ ShapeReport shape_report(const Profile& profile, const TraceAnalysis& a) {
   return r;
 }
 
+namespace {
+
+// The view cells of shape rows: one per (row, op) with calls; `table_class` says whether the rows'
+// classes are those of the estimate's table (else kAnyClass).
+std::vector<ViewCell> shape_cells(const std::vector<ShapeRow>& rows, bool table_class) {
+  std::vector<ViewCell> cells;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (unsigned op = 0; op < kOpSlots; ++op) {
+      const TimedCalls& t = rows[i].by_op[op];
+      if (t.calls == 0) continue;
+      ViewCell c;
+      c.row = i;
+      c.cls = table_class ? (rows[i].cls == kNoClass ? kEstimateNoClass : rows[i].cls) : kAnyClass;
+      c.op = static_cast<uint8_t>(op);
+      c.calls = t.calls;
+      if (t.timed > 0) c.weight = static_cast<double>(t.ticks) * static_cast<double>(t.calls) / static_cast<double>(t.timed);
+      cells.push_back(c);
+    }
+  }
+  return cells;
+}
+
+void sort_by_time(std::vector<ShapeRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const ShapeRow& a, const ShapeRow& b) {
+    if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
+    return a.calls > b.calls;
+  });
+}
+
+}  // namespace
+
+void apply_estimate(ShapeReport& r, const CostReport& estimate) {
+  // A profile whose threads left no counts (no snapshot: cut short) has no estimate to share.
+  if (!r.trace || estimate.cells.empty()) return;
+  const Apportioned fine = apportion_estimate(estimate, shape_cells(r.shapes, true), r.shapes.size());
+  for (size_t i = 0; i < r.shapes.size(); ++i) r.shapes[i].time_ns = static_cast<uint64_t>(std::llround(fine.row_ns[i]));
+  const Apportioned coarse = apportion_estimate(estimate, shape_cells(r.bucket_shapes, false), r.bucket_shapes.size());
+  for (size_t i = 0; i < r.bucket_shapes.size(); ++i)
+    r.bucket_shapes[i].time_ns = static_cast<uint64_t>(std::llround(coarse.row_ns[i]));
+  sort_by_time(r.shapes);
+  sort_by_time(r.bucket_shapes);
+  r.groups = group_rows(r.shapes);
+  r.estimated = true;
+  r.allocator_time_ns = estimate.allocator_time_ns;
+  r.outside_shapes_ns = 0;
+  for (double ns : fine.unplaced_ns) r.outside_shapes_ns += ns;
+}
+
 ShapeReport analyze_shapes(const std::filesystem::path& path, const TraceOptions& options) {
-  const Profile profile = load_profile(path);
-  return shape_report(profile, analyze_trace(profile, options));
+  auto [shapes, estimate] = side_by_side(
+      [&] {
+        const Profile profile = load_profile(path);
+        return shape_report(profile, analyze_trace(profile, options));
+      },
+      [&] { return analyze_profile(path); });
+  apply_estimate(shapes, estimate);
+  return shapes;
 }
 
 // ---- JSON ----
@@ -277,6 +335,9 @@ void write_shape_fields(JsonWriter& w, const ShapeReport& r) {
   for (const ShapeRow& s : r.shapes) write_shape_row(w, s);
   w.end_array();
 
+  w.field("shapes_time_estimated", r.estimated);
+  w.field("shapes_allocator_time_ns", static_cast<int64_t>(std::llround(r.allocator_time_ns)));
+  w.field("outside_shapes_ns", static_cast<int64_t>(std::llround(r.outside_shapes_ns)));
   w.key("trace").begin_object();
   w.field("calls", r.calls).field("timed_calls", r.timed_calls).field("threads", r.threads).field("complete", r.complete);
   w.field("class_table", r.class_table);
@@ -326,7 +387,9 @@ void write_shape_fields(JsonWriter& w, const ShapeReport& r) {
   w.field("contended_ns", cs.contended_ns).field("mean_inside", cs.mean_inside);
   w.field("serialization_index", cs.serialization_index).field("si_calls", cs.si_calls);
   w.field("alone_calls", cs.alone_calls).field("contended_calls", cs.contended_calls);
-  w.field("overhead_ns", cs.overhead_ns).field("untimed_calls", cs.untimed_calls);
+  // Picoseconds: the probe overhead summed over calls can be below a nanosecond.
+  w.field("overhead_ps", static_cast<uint64_t>(std::llround(std::max(0.0, cs.overhead_ns) * 1000)));
+  w.field("untimed_calls", cs.untimed_calls);
   w.key("time_at_ns").begin_array();
   for (uint64_t ns : cs.time_at_ns) w.value(ns);
   w.end_array();
@@ -371,6 +434,7 @@ std::string shapes_json(const ShapeReport& r) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
+  w.field("schema", "allocscope-shapes/1");
   w.field("file", r.file).field("program", r.program).field("has_trace", r.trace);
   if (r.trace) {
     write_shape_fields(w, r);
@@ -404,6 +468,13 @@ std::string shapes_summary_text(const ShapeReport& r) {
                                  percent(static_cast<double>(ch.in_place) / static_cast<double>(ch.steps)),
                                  ch.max_length,
                                  ch.mean_step_growth ? fmt::format(", ×{:.2f} per realloc", *ch.mean_step_growth) : "")});
+  }
+  if (r.estimated) {
+    summary.add_row({"allocator time",
+                     fmt::format("{} (report's estimate): {} in shapes, {} in calls of no shape",
+                                 format_duration_ns(r.allocator_time_ns),
+                                 format_duration_ns(r.allocator_time_ns - r.outside_shapes_ns),
+                                 format_duration_ns(r.outside_shapes_ns))});
   }
   const ConcurrencySummary& cs = r.concurrency;
   summary.add_row({"threads inside",
@@ -542,6 +613,11 @@ ShapeGap attribute_gap(const ShapeReport& base, const ShapeReport& other, const 
   };
   add(base.bucket_shapes, true);
   add(other.bucket_shapes, false);
+  // Calls in no shape (free(NULL), failed or unmatched calls) are part of each run's total.
+  gap.base_outside_ns = base.outside_shapes_ns;
+  gap.other_outside_ns = other.outside_shapes_ns;
+  gap.base_ns += static_cast<uint64_t>(std::llround(base.outside_shapes_ns));
+  gap.other_ns += static_cast<uint64_t>(std::llround(other.outside_shapes_ns));
   gap.gap_ns = static_cast<double>(gap.other_ns) - static_cast<double>(gap.base_ns);
   auto share_of = [&](double delta) { return gap.gap_ns != 0 ? delta / gap.gap_ns : 0; };
 
@@ -599,6 +675,8 @@ ShapeGap attribute_gap(const ShapeReport& base, const ShapeReport& other, const 
 void write_shape_gap(JsonWriter& w, const ShapeGap& gap) {
   w.begin_object();
   w.field("base_ns", gap.base_ns).field("other_ns", gap.other_ns).field("gap_ns", gap.gap_ns);
+  w.field("base_outside_shapes_ns", static_cast<int64_t>(std::llround(gap.base_outside_ns)));
+  w.field("other_outside_shapes_ns", static_cast<int64_t>(std::llround(gap.other_outside_ns)));
   w.key("groups").begin_array();
   for (const ShapeGapGroup& g : gap.groups) {
     w.begin_object();
@@ -636,9 +714,13 @@ std::string signed_duration(double ns) {
 }  // namespace
 
 std::string shape_gap_text(const ShapeGap& gap, size_t rows) {
-  std::string out = fmt::format("Allocator time of the traced calls {} → {} ({}), by shape:\n",
+  std::string out = fmt::format("Allocator time (each run's estimate, apportioned over its shapes) {} → {} ({}), by shape:\n",
                                 format_duration_ns(static_cast<double>(gap.base_ns)),
                                 format_duration_ns(static_cast<double>(gap.other_ns)), signed_duration(gap.gap_ns));
+  if (gap.base_outside_ns > 0 || gap.other_outside_ns > 0) {
+    out += fmt::format("  of which calls in no shape (free(NULL), failed or unmatched calls): {} → {}\n",
+                       format_duration_ns(gap.base_outside_ns), format_duration_ns(gap.other_outside_ns));
+  }
   TextTable merged({{"shape (adjacent size classes merged)", Align::Left}, {"before"}, {"after"}, {"difference"},
                     {"of the gap"}});
   for (size_t i = 0; i < gap.groups.size() && i < rows; ++i) {
@@ -699,7 +781,8 @@ int shapes_command(CommandArgs args) {
   if (files.empty()) throw UsageError("shapes: missing FILE");
   if (files.size() > 2) throw UsageError("shapes: at most two files");
   const Profile base_profile = load_profile(files[0]);
-  const ShapeReport base = shape_report(base_profile, analyze_trace(base_profile));
+  ShapeReport base = shape_report(base_profile, analyze_trace(base_profile));
+  apply_estimate(base, analyze_profile(files[0]));
   if (files.size() == 1) {
     fmt::print("{}", json ? shapes_json(base) : shapes_text(base));
     return 0;
@@ -714,6 +797,7 @@ int shapes_command(CommandArgs args) {
     std::string out;
     JsonWriter w(out);
     w.begin_object();
+    w.field("schema", "allocscope-shapes-gap/1");
     w.key("base").begin_object().field("file", base.file);
     write_shape_fields(w, base);
     w.end_object();

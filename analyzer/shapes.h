@@ -49,6 +49,7 @@ struct ShapeRow {
   uint64_t time_ns = 0;
   ByteCount bytes = 0;
   uint64_t min_size = 0, max_size = 0;  // smallest and largest request of its blocks
+  std::array<TimedCalls, kOpSlots> by_op{};  // its calls per operation, as traced (raw ticks)
 };
 
 // Fine shapes merged across adjacent size classes (shape_groups.h).
@@ -119,6 +120,11 @@ struct ShapeReport {
   ByteCount leaked_bytes = 0;
   uint64_t peak_live_bytes = 0, peak_live_at_ns = 0, end_live_bytes = 0;
 
+  // Times: the cost model's estimate apportioned over the shapes (apply_estimate); before
+  // that, the traced calls' own times (estimated per operation when not all were timed).
+  bool estimated = false;      // apply_estimate() ran: the times add up to allocator_time_ns
+  double allocator_time_ns = 0;   // the report's allocator time (estimated only)
+  double outside_shapes_ns = 0;   // of it, calls in no shape (free(NULL), failed or unmatched calls, …)
   std::vector<ShapeRow> shapes;            // by time, most first
   std::vector<ShapeRow> bucket_shapes;     // the same by size bucket (for comparisons)
   std::vector<ShapeGroupRow> groups;       // shapes merged across adjacent classes, by time
@@ -130,7 +136,13 @@ struct ShapeReport {
 };
 
 ShapeReport shape_report(const Profile& profile, const TraceAnalysis& analysis);
-// Loads and analyzes `path` (report.trace is false when it holds no trace).  Throws ProfileError.
+// Replaces the shapes' times by their parts of the cost model's estimate of the same profile
+// (apportion.h), so that they add up to the report's allocator time; regroups the merged shapes.
+// Without an estimate (no thread left counts) the traced times stay.
+struct CostReport;
+void apply_estimate(ShapeReport& shapes, const CostReport& estimate);
+// Loads and analyzes `path` (report.trace is false when it holds no trace), its times those of the
+// cost model's estimate.  Throws ProfileError.
 ShapeReport analyze_shapes(const std::filesystem::path& path, const TraceOptions& options = {});
 
 void write_shape_fields(JsonWriter& w, const ShapeReport& report);
@@ -169,7 +181,8 @@ struct ShapeGapGroup {
 };
 
 struct ShapeGap {
-  uint64_t base_ns = 0, other_ns = 0;  // time in all shapes
+  uint64_t base_ns = 0, other_ns = 0;  // time in all shapes and in calls of no shape: each run's total
+  double base_outside_ns = 0, other_outside_ns = 0;  // of it, calls of no shape
   double gap_ns = 0;                   // other - base
   std::vector<ShapeGapRow> rows;       // by |delta|, largest first; zero rows left out
   std::vector<ShapeGapGroup> groups;   // likewise

@@ -1,5 +1,9 @@
 #include "trace_analysis.h"
 
+#include "apportion.h"
+#include "cost_model.h"
+#include "side_by_side.h"
+
 #include <algorithm>
 #include <tuple>
 #include <variant>
@@ -86,8 +90,7 @@ StackCostSource load_stack_costs(const std::filesystem::path& path, std::span<Tr
       StackCost& c = pending[{header.thread_serial, e.stack_id, e.op, cls}];
       ++c.calls;
       c.ticks += e.duration_ticks;
-      const bool allocating = e.op != static_cast<uint8_t>(Op::Free) &&
-                              e.op != static_cast<uint8_t>(Op::MallocUsableSize);
+      const bool allocating = allocates(e.op);
       if (allocating && !(e.flags & format::kEvFailed)) c.bytes += size;
     }
     if (on_events) on_events(header, events);
@@ -108,6 +111,45 @@ StackCostSource load_stack_costs(const std::filesystem::path& path, std::span<Tr
     out.calls += cost.calls;
   }
   return out;
+}
+
+void apply_estimate(StackCostSource& src, const CostReport& estimate) {
+  // A profile whose threads left no counts (no snapshot: cut short) has no estimate to share.
+  if (estimate.cells.empty()) return;
+  std::vector<ViewCell> cells;
+  std::vector<StackCost*> rows;
+  for (auto& [key, cost] : src.costs) {
+    if (cost.calls == 0 || key.op >= kOpSlots) continue;
+    ViewCell c;
+    c.row = rows.size();
+    c.cls = key.cls == kNoClass ? kEstimateNoClass : key.cls;
+    c.op = key.op;
+    c.calls = cost.calls;
+    c.weight = static_cast<double>(cost.ticks);
+    cells.push_back(c);
+    rows.push_back(&cost);
+  }
+  const Apportioned a = apportion_estimate(estimate, cells, rows.size());
+  for (auto& [key, cost] : src.costs) cost.time_ns = 0;
+  for (size_t i = 0; i < rows.size(); ++i) rows[i]->time_ns = a.row_ns[i];
+  for (unsigned op = 0; op < kOpSlots; ++op) {
+    if (a.unplaced_ns[op] > 0) {
+      StackCost& c = src.costs[StackCostKey{kNoStack, static_cast<uint8_t>(op), kNoClass}];
+      c.time_ns = std::max(0.0, c.time_ns) + a.unplaced_ns[op];
+    }
+  }
+  src.estimated = true;
+  src.allocator_time_ns = estimate.allocator_time_ns;
+}
+
+double cost_ns(const StackCostSource& src, const StackCost& cost) {
+  return cost.time_ns >= 0 ? cost.time_ns : static_cast<double>(src.profile.ticks_to_ns(cost.ticks));
+}
+
+StackCostSource load_estimated_stack_costs(const std::filesystem::path& path) {
+  auto [src, estimate] = side_by_side([&] { return load_stack_costs(path); }, [&] { return analyze_profile(path); });
+  apply_estimate(src, estimate);
+  return src;
 }
 
 }  // namespace allocscope

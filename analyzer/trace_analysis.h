@@ -43,7 +43,19 @@ struct StackCostSource {
   StackCosts costs;
   bool trace = false;
   uint64_t calls = 0;  // calls the costs were taken from (all of a trace, or the timed events)
+  bool estimated = false;         // apply_estimate() ran: the times add up to allocator_time_ns
+  double allocator_time_ns = 0;
 };
+
+// Replaces the costs' times by their parts of the cost model's estimate of the same profile
+// (apportion.h): the call sites and exports then add up to the report's allocator time.  The
+// estimate that no stack cost can take (calls of an operation without any) goes to "[no stack]".
+struct CostReport;
+void apply_estimate(StackCostSource& src, const CostReport& estimate);
+// The time of one cost in ns: its estimate when apply_estimate() ran, else its traced time.
+double cost_ns(const StackCostSource& src, const StackCost& cost);
+// load_stack_costs() with apply_estimate() of the profile's cost model (run beside it).
+StackCostSource load_estimated_stack_costs(const std::filesystem::path& path);
 
 // The costs per stack of a trace already analyzed: takes the profile and the analysis's stack
 // costs (analysis.lifetimes.stack_costs is left empty).

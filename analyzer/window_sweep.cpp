@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "allocscope/ops.h"
+
 namespace allocscope {
 
 namespace {
@@ -182,10 +184,10 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
       if (n > 0) --n;
     }
   };
-  for (const auto& [thread, end] : in_flight_) {
-    if (end <= ws) continue;
-    active_.emplace_back(end, thread);
-    heap_.push_back(Point{end, ~0u});
+  for (const Running& r : in_flight_) {
+    if (r.end <= ws) continue;
+    active_.push_back(r);
+    heap_.push_back(Point{r.end, ~0u});
     std::push_heap(heap_.begin(), heap_.end(), later_end);
     ++n;
   }
@@ -201,35 +203,38 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
     heap_.push_back(Point{std::max(end, start + 1), static_cast<uint32_t>(index)});
     std::push_heap(heap_.begin(), heap_.end(), later_end);
 
-    uint32_t others = 0;
+    const bool allocating = allocates(item.event.op);
+    uint32_t others = 0, others_allocating = 0;
     bool replaced = false;
     for (size_t i = 0; i < active_.size();) {
-      if (active_[i].first <= start) {
+      if (active_[i].end <= start) {
         active_[i] = active_.back();
         active_.pop_back();
         continue;
       }
-      if (active_[i].second == item.thread) {
+      if (active_[i].thread == item.thread) {
         if (!replaced) {
-          active_[i].first = end;  // a thread runs one call at a time: this one replaces it
+          active_[i] = Running{end, item.thread, allocating};  // a thread runs one call at a time: this one replaces it
           replaced = true;
         }
       } else {
         ++others;
+        others_allocating += active_[i].allocating;
       }
       ++i;
     }
-    if (!replaced) active_.emplace_back(end, item.thread);
+    if (!replaced) active_.push_back(Running{end, item.thread, allocating});
     if (start >= lo && start < hi) {
       item.inside = static_cast<int32_t>(others);
+      item.inside_allocating = static_cast<int32_t>(others_allocating);
       ++totals_.classified;
     }
   }
   end_calls_until(~uint64_t{0});
 
   in_flight_.clear();
-  for (const auto& [end, thread] : active_) {
-    if (end > hi) in_flight_.emplace_back(thread, end);
+  for (const Running& r : active_) {
+    if (r.end > hi) in_flight_.push_back(r);
   }
   WindowInfo info;
   info.start = ws;

@@ -18,7 +18,8 @@
 //
 // Settling a window: its events are sorted by start.  Calls still running from earlier windows
 // (at most one per thread) are carried into it.  A call's `inside` is the number of other threads
-// with a call in progress at its start.  It is known (>= 0) only for calls that start in the
+// with a call in progress at its start; `inside_allocating` counts those of them whose call
+// requests bytes (malloc, new, realloc, …: allocscope/ops.h allocates()).  It is known (>= 0) only for calls that start in the
 // trusted part of the window, [window start + trim, window end): during the first `trim` ticks a
 // thread may not have noticed the window yet (the shim checks the clock only every few calls
 // outside windows), so another thread's call there could be invisible.  Calls that began before
@@ -50,6 +51,7 @@ struct SweepItem {
   format::Event event;
   uint32_t thread = 0;              // thread_serial
   int32_t inside = kUnknownInside;  // other threads inside at the call's start, or kUnknownInside
+  int32_t inside_allocating = kUnknownInside;  // … of them, those inside a call that requests bytes
   uint64_t contended_ticks = 0;     // of the call, trusted time with another thread inside too
 };
 
@@ -122,8 +124,13 @@ class WindowSweep {
   uint64_t latest_start_ = 0;
   bool settled_any_ = false;
   uint64_t last_settled_ = 0;
-  std::vector<std::pair<uint32_t, uint64_t>> in_flight_;  // (thread, end) of calls still running
-  std::vector<std::pair<uint64_t, uint32_t>> active_;     // scratch: (end, thread)
+  struct Running {
+    uint64_t end;
+    uint32_t thread;
+    bool allocating;  // the call requests bytes (allocscope/ops.h allocates())
+  };
+  std::vector<Running> in_flight_;                        // calls still running past the window
+  std::vector<Running> active_;                           // scratch: calls in progress
   struct Point {
     uint64_t tick;   // the call's end
     uint32_t index;  // item index, or ~0u for a call carried over

@@ -26,6 +26,31 @@ void* allocscope_pvalloc(size_t size);
 size_t allocscope_malloc_usable_size(void* ptr);
 void* allocscope_dlopen(const char* file, int mode);
 
+/* The C++ operators (cxx_api.cpp): operator new (allocscope_new*), new[] (allocscope_new_array*),
+ * delete (allocscope_delete*) and delete[] (allocscope_delete_array*).  `nt` is the caller's
+ * std::nothrow_t, `a` the std::align_val_t, `n` of a sized delete the size it was given.  The
+ * throwing ones throw what the next definition throws. */
+void* allocscope_new(size_t n);
+void* allocscope_new_nothrow(size_t n, const void* nt);
+void* allocscope_new_aligned(size_t n, size_t a);
+void* allocscope_new_aligned_nothrow(size_t n, size_t a, const void* nt);
+void* allocscope_new_array(size_t n);
+void* allocscope_new_array_nothrow(size_t n, const void* nt);
+void* allocscope_new_array_aligned(size_t n, size_t a);
+void* allocscope_new_array_aligned_nothrow(size_t n, size_t a, const void* nt);
+void allocscope_delete(void* p);
+void allocscope_delete_nothrow(void* p, const void* nt);
+void allocscope_delete_sized(void* p, size_t n);
+void allocscope_delete_aligned(void* p, size_t a);
+void allocscope_delete_aligned_nothrow(void* p, size_t a, const void* nt);
+void allocscope_delete_sized_aligned(void* p, size_t n, size_t a);
+void allocscope_delete_array(void* p);
+void allocscope_delete_array_nothrow(void* p, const void* nt);
+void allocscope_delete_array_sized(void* p, size_t n);
+void allocscope_delete_array_aligned(void* p, size_t a);
+void allocscope_delete_array_aligned_nothrow(void* p, size_t a, const void* nt);
+void allocscope_delete_array_sized_aligned(void* p, size_t n, size_t a);
+
 /* The image is replaced by exec: final flush; and the way back if the exec failed. */
 void allocscope_image_ending(void);
 void allocscope_exec_failed(void);

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "observe.h"
 #include "process_state.h"
 #include "real_allocator.h"
 #include "recorder.h"
@@ -14,60 +15,16 @@ using namespace allocscope;
 
 namespace {
 
-constexpr unsigned op(Op o) { return static_cast<unsigned>(o); }
-
 uint64_t product(size_t n, size_t size) {
   size_t total;
   return __builtin_mul_overflow(n, size, &total) ? ~uint64_t{0} : total;
 }
 
-// Forwards `real` and records it as `o` of `size` bytes; `failed` judges the result, `block`
-// finds the block it returned; `old` is realloc's old block.  The full path: re-entry, a thread
-// without a slot yet, a timing decision, a timed call.
-template <class Real, class Failed, class Block>
-__attribute__((noinline)) auto observe_full(Op o, uint64_t size, Real real, Failed failed,
-                                            Block block, const void* old) {
-  Slot* s = enter();
-  if (!s) return real();
-  const unsigned b = bucket_of(size);
-  count_call(s, op(o), b, size);
-  const Timing tm = start_timing(s);
-  auto r = real();
-  finish(tm, op(o), b, size, failed(r), block(r), old);
-  return r;
-}
-
-// A call that failed: its request did not obtain bytes (it was counted before the call).
-__attribute__((noinline)) void note_failed(Op o, uint64_t size) {
-  finish_slow(Timing{0, false}, 0, CallInfo{op(o), bucket_of(size), size, true, 0, 0});
-}
-
-// The common case inline: an observed thread, outside the shim, not deciding on timing this call.
-// It counts, calls, and checks the result.  `real` holds its arguments by value, so that nothing
-// is spilled on this path; little stays live across the real call (the thread's context and the
-// size), so the entry point saves few registers.
-template <class Real, class Failed, class Block>
-__attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real real, Failed failed,
-                                                   Block block, const void* old = nullptr) {
-  ThreadCtx& t = t_ctx;
-  Slot* s = t.slot;
-  if (__builtin_expect(!fast_path_open(t) ||
-                           s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
-    return observe_full(o, size, real, failed, block, old);
-  count_call(s, op(o), bucket_of(size), size);
-  const uint32_t left = t.countdown - 1;
-  set_gate(t, left, 1);
-  auto r = real();
-  set_gate(t, left, 0);
-  if (__builtin_expect(failed(r), 0)) note_failed(o, size);
-  return r;
-}
-
-constexpr auto same = [](void* p) { return p; };
-
-constexpr auto is_null = [](void* p) { return p == nullptr; };
-
 }  // namespace
+
+void allocscope::note_failed(Op o, uint64_t size) {
+  finish_slow(Timing{0, false}, 0, CallInfo{op_index(o), bucket_of(size), size, true, 0, 0});
+}
 
 extern "C" {
 
@@ -76,44 +33,9 @@ void* allocscope_malloc(size_t size) {
   return observe(Op::Malloc, size, [=] { return g_real.malloc(size); }, is_null, same);
 }
 
-namespace {
-
-__attribute__((noinline)) void free_full(void* ptr) {
-  Slot* s = enter();
-  if (!s) return g_real.free(ptr);
-  // The block's size costs as much as the free itself: it is taken for every free with
-  // ALLOCSCOPE_FREE_SIZES=1, and in a trace that times every call (before the timing starts, so
-  // that one clock read serves the decision and the start); else on timed calls only (outside
-  // the timed interval).  A trace's untimed frees need no size: the analyzer knows each block's.
-  const bool sized = __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
-                     (g_trace && g_sampling.sample_every == 1);
-  uint64_t size = sized && ptr ? g_real.malloc_usable_size(ptr) : 0;
-  Timing tm = start_timing(s);
-  if (!sized && tm.timed) {
-    size = ptr ? g_real.malloc_usable_size(ptr) : 0;
-    tm.t0 = ticks();
-  }
-  const unsigned b = sized || tm.timed ? bucket_of(size) : kBucketUnknown;
-  count_call(s, op(Op::Free), b, size);
-  g_real.free(ptr);
-  finish(tm, op(Op::Free), b, size, false, ptr);
-}
-
-}  // namespace
-
 void allocscope_free(void* ptr) {
   if (is_bootstrap_block(ptr) || !real_allocator_ready()) return;
-  ThreadCtx& t = t_ctx;
-  Slot* s = t.slot;
-  if (__builtin_expect(!fast_path_open(t) ||
-                           __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
-                           s->h.state.load(std::memory_order_relaxed) == kSlotFree, 0))
-    return free_full(ptr);
-  bump(s->counters[op(Op::Free)][kBucketUnknown].calls, 1);  // size not taken: see free_full
-  const uint32_t left = t.countdown - 1;
-  set_gate(t, left, 1);
-  g_real.free(ptr);
-  set_gate(t, left, 0);
+  release(Op::Free, ptr, [=] { g_real.free(ptr); });
 }
 
 void* allocscope_calloc(size_t n, size_t size) {
@@ -188,8 +110,8 @@ size_t allocscope_malloc_usable_size(void* ptr) {
   const Timing tm = start_timing(s);
   const size_t n = g_real.malloc_usable_size(ptr);
   const unsigned b = bucket_of(n);
-  count_call(s, op(Op::MallocUsableSize), b, n);
-  finish(tm, op(Op::MallocUsableSize), b, n, false, ptr);
+  count_call(s, op_index(Op::MallocUsableSize), b, n);
+  finish(tm, op_index(Op::MallocUsableSize), b, n, false, ptr);
   return n;
 }
 

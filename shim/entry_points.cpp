@@ -1,6 +1,9 @@
 // shim/entry_points.cpp — the symbols the preload library exports: one line each.
+#include <dlfcn.h>
+
 #include <cstdarg>
 #include <cstddef>
+#include <new>
 
 #include "allocscope_core.h"
 
@@ -10,6 +13,9 @@
 __attribute__((constructor)) static void allocscope_at_load() { allocscope_start(); }
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
+
+// Tells the recorder that it runs as the preload library (real_allocator.cpp).
+extern "C" __attribute__((visibility("hidden"))) const char allocscope_preload_marker = 1;
 
 EXPORT void* malloc(size_t n) { return allocscope_malloc(n); }
 EXPORT void free(void* p) { allocscope_free(p); }
@@ -23,6 +29,64 @@ EXPORT void* valloc(size_t n) { return allocscope_valloc(n); }
 EXPORT void* pvalloc(size_t n) { return allocscope_pvalloc(n); }
 EXPORT size_t malloc_usable_size(void* p) { return allocscope_malloc_usable_size(p); }
 EXPORT void* dlopen(const char* f, int m) { return allocscope_dlopen(f, m); }
+
+// The C++ operators, replaceable global functions ([new.delete]): defined here, they come first in
+// the search order like malloc.  Only the header <new> is used, none of the C++ runtime.
+#define CXX __attribute__((visibility("default")))
+using std::align_val_t;
+using std::nothrow_t;
+using std::size_t;
+CXX void* operator new(size_t n) { return allocscope_new(n); }
+CXX void* operator new(size_t n, const nothrow_t& t) noexcept { return allocscope_new_nothrow(n, &t); }
+CXX void* operator new(size_t n, align_val_t a) { return allocscope_new_aligned(n, size_t(a)); }
+CXX void* operator new(size_t n, align_val_t a, const nothrow_t& t) noexcept { return allocscope_new_aligned_nothrow(n, size_t(a), &t); }
+CXX void* operator new[](size_t n) { return allocscope_new_array(n); }
+CXX void* operator new[](size_t n, const nothrow_t& t) noexcept { return allocscope_new_array_nothrow(n, &t); }
+CXX void* operator new[](size_t n, align_val_t a) { return allocscope_new_array_aligned(n, size_t(a)); }
+CXX void* operator new[](size_t n, align_val_t a, const nothrow_t& t) noexcept { return allocscope_new_array_aligned_nothrow(n, size_t(a), &t); }
+CXX void operator delete(void* p) noexcept { allocscope_delete(p); }
+CXX void operator delete(void* p, const nothrow_t& t) noexcept { allocscope_delete_nothrow(p, &t); }
+CXX void operator delete(void* p, size_t n) noexcept { allocscope_delete_sized(p, n); }
+CXX void operator delete(void* p, align_val_t a) noexcept { allocscope_delete_aligned(p, size_t(a)); }
+CXX void operator delete(void* p, align_val_t a, const nothrow_t& t) noexcept { allocscope_delete_aligned_nothrow(p, size_t(a), &t); }
+CXX void operator delete(void* p, size_t n, align_val_t a) noexcept { allocscope_delete_sized_aligned(p, n, size_t(a)); }
+CXX void operator delete[](void* p) noexcept { allocscope_delete_array(p); }
+CXX void operator delete[](void* p, const nothrow_t& t) noexcept { allocscope_delete_array_nothrow(p, &t); }
+CXX void operator delete[](void* p, size_t n) noexcept { allocscope_delete_array_sized(p, n); }
+CXX void operator delete[](void* p, align_val_t a) noexcept { allocscope_delete_array_aligned(p, size_t(a)); }
+CXX void operator delete[](void* p, align_val_t a, const nothrow_t& t) noexcept { allocscope_delete_array_aligned_nothrow(p, size_t(a), &t); }
+CXX void operator delete[](void* p, size_t n, align_val_t a) noexcept { allocscope_delete_array_sized_aligned(p, n, size_t(a)); }
+
+// The two pieces of the C++ runtime that unwinding through cxx_api.cpp's cleanups needs (a
+// throwing operator new of the next definition): the process's own, found when first needed.
+// Hidden: they never enter the program's symbol scope, and the library keeps no DT_NEEDED.
+namespace {
+template <class F>
+F runtime_symbol(F& cache, const char* name) {
+  F f = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+  if (!f) {
+    f = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+    __atomic_store_n(&cache, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+using Personality = int (*)(int, int, unsigned long, void*, void*);
+using Resume = void (*)(void*);
+Personality g_personality;
+Resume g_resume;
+}  // namespace
+
+extern "C" __attribute__((visibility("hidden"))) int __gxx_personality_v0(
+    int version, int actions, unsigned long exception_class, void* exception, void* context) {
+  const Personality f = runtime_symbol(g_personality, "__gxx_personality_v0");
+  return f ? f(version, actions, exception_class, exception, context) : 3 /* _URC_FATAL_PHASE1_ERROR */;
+}
+
+extern "C" __attribute__((visibility("hidden"), noreturn)) void _Unwind_Resume(void* exception) {
+  const Resume f = runtime_symbol(g_resume, "_Unwind_Resume");
+  if (f) f(exception);
+  __builtin_trap();
+}
 
 EXPORT void _exit(int status) { allocscope__exit(status); }
 EXPORT void _Exit(int status) { allocscope__Exit(status); }

@@ -286,7 +286,7 @@ bool write_calibration_chunk() {
   c.window_shift = g_sampling.window_shift;
   c.mode_flags = (g_trace ? format::kModeTrace : 0) |
                  (g_sampling.stack_every ? format::kModeStacks : 0) | format::kModeWindowPhase |
-                 (g_lock_waits ? format::kModeLocks : 0);
+                 format::kModeCxxOperators | (g_lock_waits ? format::kModeLocks : 0);
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(
@@ -349,6 +349,15 @@ int initialise() {
     sys::close(fd);
     say_once(4, "allocscope: cannot write the profile ", g_ps->path, "; not recording\n");
     return kModePassive;
+  }
+  {  // entry points the program calls past the shim: the report names them as a caveat
+    constexpr size_t kHdr = sizeof(format::ChunkHeader);
+    char* text = reinterpret_cast<char*>(g_init_buf + kHdr);
+    const size_t len = describe_shadowed_entries(text, sizeof g_init_buf - kHdr);
+    if (len) {
+      write_chunk(format::ChunkType::Note, g_init_buf, len);
+      sys::write(2, text, len);
+    }
   }
   if (moved && named) {
     char line[8400];

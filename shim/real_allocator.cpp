@@ -9,6 +9,10 @@
 #include <cstring>
 
 #include "sys.h"
+#include "text_buffer.h"
+
+// Defined by the preload library only (entry_points.cpp).
+extern "C" __attribute__((weak, visibility("hidden"))) const char allocscope_preload_marker;
 
 namespace allocscope {
 
@@ -106,6 +110,7 @@ void resolve_all() {
                      object_of(reinterpret_cast<void*>(r.calloc)) != home ||
                      object_of(reinterpret_cast<void*>(r.realloc)) != home ||
                      object_of(reinterpret_cast<void*>(r.posix_memalign)) != home;
+  resolve_real_cxx(home);
   if (split) {
     static const char msg[] =
         "allocscope: the allocator behind malloc does not define free, calloc, realloc and "
@@ -141,6 +146,30 @@ bool resolve_real_allocator() {
 }
 
 const char* real_allocator_path() { return g_path; }
+
+size_t describe_shadowed_entries(char* out, size_t cap) {
+  if (cap == 0) return 0;
+  out[0] = '\0';
+  if (&allocscope_preload_marker == nullptr) return 0;
+  const void* self = object_of(const_cast<char*>(&allocscope_preload_marker));
+  static const char* const kEntries[][2] = {
+      {"malloc", "malloc"}, {"free", "free"}, {"calloc", "calloc"}, {"realloc", "realloc"},
+      {"_Znwm", "operator new"}, {"_ZdlPv", "operator delete"}};
+  TextBuffer m(out, cap);
+  for (const auto& e : kEntries) {
+    void* fn = dlsym(RTLD_DEFAULT, e[0]);
+    if (!fn || object_of(fn) == self) continue;
+    Dl_info info;
+    const char* where = dladdr(fn, &info) && info.dli_fname && *info.dli_fname
+                            ? info.dli_fname
+                            : "the executable";
+    m.put("allocscope: ").put(e[1]).put(" is defined by ").put(where)
+        .put(" ahead of the shim: the calls bound to it are not recorded");
+    if (e[0][0] == '_') m.put(" (only the C functions it calls, if any)");
+    m.put("\n");
+  }
+  return __builtin_strlen(out);
+}
 
 void* bootstrap_alloc(size_t size, size_t align) {
   if (align < 16) align = 16;

@@ -27,6 +27,49 @@ struct RealAllocator {
 
 extern RealAllocator g_real;
 
+// The C++ operators of the next definition in the search order (libstdc++'s, or an allocator's
+// own: jemalloc, tcmalloc, mimalloc and scudo define them).  Where there is none (a C program that
+// has no C++ runtime loaded), cxx_api.cpp's fallbacks serve them from g_real's malloc/free.
+// `nothrow` arguments are the caller's std::nothrow_t reference, passed through.
+struct RealCxx {
+  void* (*nw)(size_t);
+  void* (*nw_nothrow)(size_t, const void*);
+  void* (*nw_aligned)(size_t, size_t);
+  void* (*nw_aligned_nothrow)(size_t, size_t, const void*);
+  void* (*na)(size_t);
+  void* (*na_nothrow)(size_t, const void*);
+  void* (*na_aligned)(size_t, size_t);
+  void* (*na_aligned_nothrow)(size_t, size_t, const void*);
+  void (*dl)(void*);
+  void (*dl_nothrow)(void*, const void*);
+  void (*dl_sized)(void*, size_t);
+  void (*dl_aligned)(void*, size_t);
+  void (*dl_aligned_nothrow)(void*, size_t, const void*);
+  void (*dl_sized_aligned)(void*, size_t, size_t);
+  void (*da)(void*);
+  void (*da_nothrow)(void*, const void*);
+  void (*da_sized)(void*, size_t);
+  void (*da_aligned)(void*, size_t);
+  void (*da_aligned_nothrow)(void*, size_t, const void*);
+  void (*da_sized_aligned)(void*, size_t, size_t);
+};
+constexpr unsigned kCxxOperators = sizeof(RealCxx) / sizeof(void*);
+// Their mangled names, in the order of RealCxx's fields.
+extern const char* const kCxxNames[kCxxOperators];
+
+extern RealCxx g_real_cxx;
+// Fills g_real_cxx (dlsym(RTLD_NEXT)) and the fallbacks for those missing (cxx_api.cpp); called
+// while the C functions are resolved.  `malloc_object` is the object of the real malloc.
+void resolve_real_cxx(const void* malloc_object);
+// Writes into `out` (NUL-terminated) one line per entry point the program calls past the shim:
+// malloc, free, calloc, realloc, operator new or delete defined ahead of the preload library in
+// the search order (by the executable, say, that links an allocator statically); its calls never
+// reach the shim.  Returns the length; 0 when the preload library comes first for each, and always
+// in a process that links the recorder directly (the core tests).
+size_t describe_shadowed_entries(char* out, size_t cap);
+// The object that defines the next operator new ("" when there is none), valid after resolution.
+const char* real_cxx_path();
+
 extern bool g_real_resolved;
 bool resolve_real_allocator();
 

@@ -102,9 +102,13 @@ constexpr uint64_t kModeStacks = 1u << 1;  // sampled call stacks in Stacks chun
 // (allocscope/window_phase.h).  Without it (profiles written before the flag existed) every
 // window starts at its period's first tick.
 constexpr uint64_t kModeWindowPhase = 1u << 2;
+// The shim interposed the C++ operators (new, new[], delete, delete[]: ops.h).  Without it
+// (profiles written before), a C++ program's operators reached the shim only where the C++
+// runtime implements them with malloc and free, and were counted as those.
+constexpr uint64_t kModeCxxOperators = 1u << 3;
 // The shim traced the program's contended pthread lock waits (LockWaits chunks): without the
 // flag, a profile says nothing about locks outside the allocator.
-constexpr uint64_t kModeLocks = 1u << 3;
+constexpr uint64_t kModeLocks = 1u << 4;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -122,7 +126,8 @@ struct Calibration {
   uint64_t rusage_ticks;         // getrusage(RUSAGE_THREAD)
   uint64_t thread_cputime_ticks; // clock_gettime(CLOCK_THREAD_CPUTIME_ID)
   uint64_t minor_fault_ticks;    // first touch of a fresh anonymous page (a minor fault)
-  uint64_t mode_flags;           // kModeTrace | kModeStacks | kModeWindowPhase | kModeLocks
+  uint64_t mode_flags;           // kModeTrace | kModeStacks | kModeWindowPhase | kModeCxxOperators
+                                 // | kModeLocks
   uint32_t stack_every;          // with kModeStacks: a stack on 1 timed call in this many
   uint32_t stack_slow_ticks;     // with kModeStacks: and on every call at least this slow
   uint64_t window_seed;          // with kModeWindowPhase: the seed of the windows' offsets; was
@@ -219,7 +224,7 @@ static_assert(sizeof(Event) == 32);
 //   varint duration in ticks
 //   varint zigzag(address - previous record's address) (the first: - base_addr); the address is
 //          the block returned (0 when a call failed), the block freed, or the pointer queried
-//   varint size                              all ops but free (as in ops.h: n*size, the request…)
+//   varint size                              all ops but free, delete, delete[] (ops.h: n*size, the request…)
 //   varint zigzag(old address - address)     realloc and reallocarray only
 //   varint stack id                          only with kTraceStack
 // Varints are LEB128 (7 bits a byte, low first); zigzag(x) = (x << 1) ^ (x >> 63).

@@ -24,7 +24,7 @@ struct Record {
   uint64_t start_tick = 0;
   uint64_t duration = 0;  // 0: not timed (outside the sampling windows of a --sample N trace)
   uint64_t addr = 0;      // block returned (0 if the call failed), freed, or queried
-  uint64_t size = 0;      // not for free
+  uint64_t size = 0;      // not for free, delete and delete[]
   uint64_t old_addr = 0;  // realloc and reallocarray only
   uint32_t stack_id = 0;  // 0 = none
 };
@@ -32,7 +32,8 @@ struct Record {
 constexpr size_t kMaxVarint = 10;
 constexpr size_t kMaxRecordBytes = 1 + 5 * kMaxVarint + 5;
 
-constexpr bool has_size(unsigned op) { return op != static_cast<unsigned>(Op::Free); }
+// A releasing call has no size in a trace: the analyzer knows each block's.
+constexpr bool has_size(unsigned op) { return !releases(op); }
 constexpr bool has_old_addr(unsigned op) {
   return op == static_cast<unsigned>(Op::Realloc) || op == static_cast<unsigned>(Op::Reallocarray);
 }

@@ -44,7 +44,7 @@ class Tables(CompareTestCase):
         proc = self.three_rows("--runs", "2", "--json", out=out)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         doc = json.loads(proc.stdout)
-        self.assertEqual(doc["schema"], "allocscope-compare/1")
+        self.assertEqual(doc["schema"], "allocscope-compare/2")
         self.assertEqual(doc["runs_per_row"], 2)
         self.assertEqual(doc["sample_every"], int(SAMPLE))
         self.assertEqual(doc["baseline"], "glibc")
@@ -59,10 +59,10 @@ class Tables(CompareTestCase):
         self.assertIn("jemalloc", rows[1]["allocator_seen"])
         self.assertIn("musl", rows[2]["allocator_seen"])
         for r in rows:
-            for key in ("name", "wall_s", "maxrss_kb", "delta_pct", "allocator_share", "wait_share", "coverage",
+            for key in ("name", "wall_ns", "maxrss_kb", "delta_pct", "allocator_share", "wait_share", "coverage",
                         "coverage_reason", "top_classes", "runs", "exit_statuses"):
                 self.assertIn(key, r)
-            self.assertGreater(r["wall_s"], 0)
+            self.assertGreater(r["wall_ns"], 0)
             self.assertGreater(r["maxrss_kb"], 0)
             self.assertEqual(r["exit_statuses"], [0, 0])
             self.assertEqual(r["ok_runs"], 2)
@@ -77,17 +77,17 @@ class Tables(CompareTestCase):
             self.assertLessEqual(sum(shares), 1.0001)
             self.assertEqual([run["round"] for run in r["runs"]], [1, 2])
             self.assertIn(r["median_run"], (1, 2))
-            walls = sorted(run["wall_s"] for run in r["runs"])
-            self.assertAlmostEqual(r["wall_s"], (walls[0] + walls[1]) / 2, delta=2e-6)
+            walls = sorted(run["wall_ns"] for run in r["runs"])
+            self.assertAlmostEqual(r["wall_ns"], (walls[0] + walls[1]) / 2, delta=2)
             for run in r["runs"]:
                 self.assertTrue(os.path.exists(run["profile"]), run["profile"])
                 self.assertTrue(run["profile"].startswith(out))
             # Δ wall is the medians' ratio.
-            # Both walls are printed to the microsecond: the ratio of the printed values may be off
-            # by that rounding, which matters for runs of a few milliseconds.
-            ratio = r["wall_s"] / rows[0]["wall_s"]
+            # Both walls are printed to the nanosecond: the ratio of the printed values may be off
+            # by that rounding.
+            ratio = r["wall_ns"] / rows[0]["wall_ns"]
             expected = 100 * (ratio - 1)
-            rounding = 100 * ratio * (0.5e-6 / r["wall_s"] + 0.5e-6 / rows[0]["wall_s"])
+            rounding = 100 * ratio * (0.5 / r["wall_ns"] + 0.5 / rows[0]["wall_ns"])
             self.assertAlmostEqual(r["delta_pct"], expected, delta=0.005 + rounding)
         self.assertEqual(rows[0]["delta_pct"], 0)
         self.assertIsNone(rows[0]["coverage"])
@@ -207,7 +207,7 @@ class Failures(CompareTestCase):
                      ["--allocators", "glibc,glibc"]):
             proc = self.compare(*args)
             self.assertEqual(proc.returncode, 2, (args, proc.stderr))
-            self.assertTrue(proc.stderr.startswith("allocscope compare:"), (args, proc.stderr))
+            self.assertTrue(proc.stderr.startswith("allocscope: compare:"), (args, proc.stderr))
             self.assertEqual(proc.stdout, "")
         os.mkdir(os.path.join(self.dir, "full"))
         open(os.path.join(self.dir, "full", "x"), "w").close()

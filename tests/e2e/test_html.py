@@ -40,13 +40,60 @@ PROBE = r"""
       size: [s.getBoundingClientRect().width, s.getBoundingClientRect().height],
       axes: s.querySelectorAll('g.axis').length,
       tick_labels: [...s.querySelectorAll('g.axis .tick-label')].map(t => t.textContent),
+      asides: [...s.querySelectorAll('text.aside')].map(t => t.textContent),
+      caption: (s.querySelector('.panel-caption') || {}).textContent || '',
+      zero_axis: !!s.querySelector('g.zero-axis'),
+      zero_bins: [...s.querySelectorAll('rect.hit title')].filter(t => t.textContent.includes(' 0 (under ') ||
+                                                                       t.textContent.startsWith('0 (under ')).length,
+      domain_right: (() => { const d = s.querySelector('g.x-axis .domain'); return d ? d.getBBox().x + d.getBBox().width : null; })(),
+      max_marks: [...s.querySelectorAll('rect.max-mark')].map(r => ({x: r.getBBox().x, title: title(r)})),
       rows: [...s.querySelectorAll('g.bar')].map(g => ({
-        label: g.previousElementSibling ? g.previousElementSibling.textContent : '', width: box(g)[0]})),
+        label: g.previousElementSibling ? g.previousElementSibling.textContent : '', width: box(g)[0],
+        y: g.getBBox().y})),
+      error_bars: [...s.querySelectorAll('g.error-bar')].map(g => ({x: g.getBBox().x, width: g.getBBox().width,
+                                                                    y: g.getBBox().y + g.getBBox().height / 2})),
       marks: [...s.querySelectorAll('rect.seg, rect.step')].map(r => ({
         cls: r.getAttribute('class'), title: title(r), size: box(r)})),
       paths: [...s.querySelectorAll('path')].map(p => ({cls: p.getAttribute('class'), size: box(p)})),
     })),
   };
+})()
+"""
+
+
+UNITS = {"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def parse_duration(text):
+    """ns of a duration as the pages write it: "15.67 ms", "48.71 µs"."""
+    number, unit = text.strip().split(" ")
+    return float(number.replace(",", "")) * UNITS[unit]
+
+
+# The page's width, what overflows it, the legend, and the colour each mark class is drawn in.
+LAYOUT = r"""
+(() => {
+  const de = document.documentElement;
+  const fills = {};
+  for (const e of document.querySelectorAll('svg .seg, svg .step, svg path.hist, svg path.area, svg .swatch')) {
+    for (const c of e.classList) {
+      if (['seg', 'step', 'hist', 'area', 'swatch', 'hit'].includes(c)) continue;
+      const fill = getComputedStyle(e).fill;
+      if (fill !== 'none') (fills[c] = fills[c] || new Set()).add(fill);
+    }
+  }
+  const legend = [...document.querySelectorAll('#legend .key')].map(k => ({
+    name: k.textContent, cls: k.querySelector('.sw').classList[1],
+    colour: getComputedStyle(k.querySelector('.sw')).backgroundColor}));
+  const labels = [...document.querySelectorAll('svg.chart')].map(s => {
+    const boxes = [...s.querySelectorAll('g.x-axis .tick-label')].map(t => t.getBoundingClientRect());
+    let overlaps = 0;
+    for (let i = 1; i < boxes.length; ++i) if (boxes[i].left < boxes[i - 1].right) ++overlaps;
+    return overlaps;
+  });
+  return {scroll: de.scrollWidth, client: de.clientWidth, legend,
+          fills: Object.fromEntries(Object.entries(fills).map(([k, v]) => [k, [...v]])),
+          overlapping_labels: labels.reduce((a, b) => a + b, 0)};
 })()
 """
 
@@ -174,13 +221,23 @@ class HtmlPages(E2ETestCase):
                     self.assertAlmostEqual(r["width"], expected, delta=1.5 + 0.02 * expected, msg=r["label"])
                 for m in bars["marks"]:
                     self.assertRegex(m["title"], r": (fast path|slow but running|waiting \(blocked\)) ")
+                # Each class's ± bound as an error bar across the end of its bar, 2 × error wide.
+                errors = {c["label"]: c["time_error_ns"] for c in j["classes"]}
+                unit = widest["width"] / times[widest["label"]]
+                for r in rows:
+                    bar = [e for e in bars["error_bars"] if r["y"] <= e["y"] <= r["y"] + 12]
+                    if errors[r["label"]] * unit < 1:
+                        continue  # under a pixel: there may be nothing to see
+                    self.assertEqual(len(bar), 1, r["label"])
+                    half = min(errors[r["label"]], times[r["label"]]) + errors[r["label"]]
+                    self.assertAlmostEqual(bar[0]["width"], half * unit, delta=1.5 + 0.03 * half * unit, msg=r["label"])
 
     def test_report_histograms_on_log_axes(self):
         for libc in ("glibc", "musl"):
             with self.subTest(libc=libc):
                 panels = self.chart(libc, "latency histogram: ")
                 for p in panels:
-                    self.assertEqual(p["axes"], 2)
+                    self.assertEqual(p["axes"], 3 if p["zero_axis"] else 2)  # the "0" column has its own
                     hist = [x for x in p["paths"] if x["cls"].startswith("hist")]
                     self.assertTrue(hist and all(x["size"][0] > 0 and x["size"][1] > 0 for x in hist), p["label"])
                     # Log scales: decades on the latency axis, powers of ten on the count axis.
@@ -198,17 +255,60 @@ class HtmlPages(E2ETestCase):
                 busy = [p for p in lanes["paths"] if p["cls"] == "area busy" and p["size"][1] > 0]
                 self.assertGreaterEqual(len(busy), THREADS)  # every worker was inside at some point
 
+    def test_no_horizontal_overflow_at_1000_and_1400_px(self):
+        for name, page in self.pages.items():
+            for width in (1000, 1400):
+                with self.subTest(page=name, width=width):
+                    v = headless_chromium.load(page, LAYOUT, width=width).value
+                    self.assertLessEqual(v["scroll"], v["client"], f"{name} at {width} px scrolls sideways")
+                    self.assertEqual(v["client"], width)
+                    self.assertEqual(v["overlapping_labels"], 0, name)
+
+    def test_one_colour_per_meaning_and_a_shared_legend(self):
+        layouts = {name: headless_chromium.load(page, LAYOUT).value for name, page in self.pages.items()}
+        legends = {name: [(k["name"], k["cls"], k["colour"]) for k in v["legend"]] for name, v in layouts.items()}
+        first = next(iter(legends.values()))
+        self.assertTrue(first)
+        for name, legend in legends.items():
+            self.assertEqual(legend, first, f"{name}'s legend differs")
+        colour_of = {cls: colour for _, cls, colour in first}
+        self.assertEqual(len(set(colour_of.values())), len(colour_of), "two meanings share a colour")
+        for name, v in layouts.items():
+            for cls, fills in v["fills"].items():
+                if cls in colour_of:
+                    self.assertEqual(fills, [colour_of[cls]], f"{name}: .{cls} drawn in {fills}")
+
+    def test_histograms_span_the_data_with_a_zero_bin(self):
+        for name in ("glibc", "musl", "diff"):
+            panels = self.chart(name, "latency histogram: ")
+            for panel in panels:
+                with self.subTest(page=name, panel=panel["label"]):
+                    # The slowest call is marked, inside the axis (the caption's max on report pages).
+                    self.assertTrue(panel["max_marks"], panel["label"])
+                    for mark in panel["max_marks"]:
+                        self.assertLessEqual(mark["x"], panel["domain_right"] + 0.5, mark)
+                    m = re.search(r"max ([\d.,]+ (?:ns|µs|ms|s))\b", panel["caption"])
+                    if m:
+                        shown = parse_duration(m.group(1))
+                        marked = [parse_duration(m["title"].split("slowest call: ")[1]) for m in panel["max_marks"]]
+                        self.assertIn(shown, marked)
+                    # Calls under 1 ns have a "0" bin of their own, apart from the log axis.
+                    if panel["zero_bins"]:
+                        self.assertTrue(panel["zero_axis"], panel)
+            # The panels share their axes: the "0" column is on all of them when one has such calls.
+            self.assertEqual({p["zero_axis"] for p in panels}, {any(p["zero_bins"] for p in panels)}, name)
+
     # ---- diff ----
 
     def test_diff_verdict_and_waterfall_match_the_json_diff(self):
         j = self.json_of("diff", self.profiles["glibc"], self.profiles["musl"])
         result = self.loaded["diff"].value
-        self.assertEqual(result["verdict"], j["verdict"])
+        self.assertEqual(result["verdict"], j["verdict"]["text"])
         for label in ("waterfall of the difference by component", "waterfall of the difference by size"):
             [w] = self.chart("diff", label)
             steps = {m["title"].split(":")[0]: m for m in w["marks"]}
             measured = steps["measured difference (thread time)"]
-            rest = steps["not explained by the allocator"]
+            rest = steps["not attributed (outside allocator calls)"]
             attributed = steps["attributed to the allocator"]
             self.assertIn("rest", rest["cls"])
             unit = measured["size"][0] / abs(j["measured_delta_ns"])
@@ -234,9 +334,17 @@ class HtmlPages(E2ETestCase):
         self.assertEqual([r["label"] for r in chart["rows"]], self.compare_rows)
         widths = [r["width"] for r in chart["rows"]]
         self.assertTrue(all(w > 0 for w in widths), widths)
-        # musl's harness is the slowest of the three on any machine: its bar is the longest.
-        self.assertEqual(max(widths), widths[2], widths)
-        self.assertIn("musl (variant) is slower than glibc", self.loaded["compare"].value["verdict"])
+        # Each bar as long as the wall time written beside it (whichever row the machine made slowest).
+        walls = [parse_duration(a.split(" · ")[0]) for a in chart["asides"]]
+        for w, t in zip(widths, walls):
+            self.assertAlmostEqual(w / widths[0], t / walls[0], delta=0.02 * t / walls[0] + 0.01, msg=(widths, walls))
+        # The verdict names the row furthest from the baseline.
+        furthest = max(range(1, len(walls)), key=lambda i: abs(walls[i] / walls[0] - 1))
+        verdict = self.loaded["compare"].value["verdict"]
+        self.assertTrue(verdict.startswith(f"{self.compare_rows[furthest]} is "), (verdict, walls))
+        # The allocator's time in the same three parts and colours as report's bars.
+        series = {m["cls"] for m in chart["marks"]}
+        self.assertTrue(series <= {"seg fast", "seg slow", "seg wait", "seg other-time"}, series)
 
 
 class HtmlUsage(unittest.TestCase):

@@ -218,7 +218,11 @@ class ReportShapes(E2ETestCase):
                 by_class = self.report_json(path)
                 self.assertEqual(by_class["timed_calls"], timed)
                 text = self.run_cli("report", path, "--by", "shape")
-                self.assertIn("time of the timed calls, scaled to all", text)
+                # Shapes share the report's estimate (docs/analysis.md, "One estimate, many views").
+                self.assertIn("time: the estimate above, apportioned over the shapes", text)
+                shapes = self.report_json(path, "--by", "shape")
+                self.assertAlmostEqual(sum(s["time_ns"] for s in shapes["shapes"]) + shapes["outside_shapes_ns"],
+                                       shapes["allocator_time_ns"], delta=len(shapes["shapes"]) + 2)
                 self.assertIn("(timed windows only)", text)
 
     def test_by_callsite_without_stacks_says_so(self):

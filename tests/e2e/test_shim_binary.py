@@ -49,6 +49,15 @@ class ShimBinary(unittest.TestCase):
                      "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
                      "dlopen"):
             self.assertIn(name, exported)
+        # operator new, new[], delete, delete[] with their nothrow, sized and align_val_t variants
+        for name in ("_Znwm", "_ZnwmRKSt9nothrow_t", "_ZnwmSt11align_val_t",
+                     "_ZnwmSt11align_val_tRKSt9nothrow_t", "_Znam", "_ZnamRKSt9nothrow_t",
+                     "_ZnamSt11align_val_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+                     "_ZdlPv", "_ZdlPvRKSt9nothrow_t", "_ZdlPvm", "_ZdlPvSt11align_val_t",
+                     "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdlPvmSt11align_val_t",
+                     "_ZdaPv", "_ZdaPvRKSt9nothrow_t", "_ZdaPvm", "_ZdaPvSt11align_val_t",
+                     "_ZdaPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvmSt11align_val_t"):
+            self.assertIn(name, exported)
 
     def test_exports_the_lock_family_that_both_libcs_define(self):
         """record --locks: the shim's pthread lock functions forward (dlsym RTLD_NEXT) to the C

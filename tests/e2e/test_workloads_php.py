@@ -202,7 +202,7 @@ class PhpRun(unittest.TestCase):
         for mode in ("on", "off"):
             rows = data["summary"][mode]
             for name in ("gcc", "gcc+mallocng", "musl"):
-                self.assertGreater(rows[name]["wall_s"], 0)
+                self.assertGreater(rows[name]["wall_ns"], 0)
                 self.assertEqual(rows[name]["runs"], 1)
             self.assertIn("allocator_part_s", rows["answer"])
         self.assertEqual(data["setups"]["gcc+mallocng"]["env"]["LD_PRELOAD"].split("/")[-1],

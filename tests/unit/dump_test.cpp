@@ -72,7 +72,7 @@ TEST_F(DumpTest, JsonHasTheDocumentedShape) {
   EXPECT_FALSE(process["complete"].boolean());
   EXPECT_TRUE(process["max_live_threads"].is_null());
   EXPECT_EQ(doc["calibration"]["syscall_ticks"].as_u64(), 300u);
-  EXPECT_EQ(doc["calibration"]["syscall_ns"].value.index(), 2u);  // a number
+  EXPECT_EQ(doc["calibration"]["syscall_ps"].value.index(), 2u);  // a number
   EXPECT_EQ(doc["calibration"]["minor_fault_ticks"].as_u64(), 700u);
   EXPECT_EQ(doc["threads"].array().size(), 2u);
   EXPECT_EQ(doc["threads"].array()[1]["state"].string(), "exited");

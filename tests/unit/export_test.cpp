@@ -314,7 +314,7 @@ TEST_F(ExportTest, ChromeTraceHasCallsThreadsAndTheInsideCounter) {
     ASSERT_NE(f, nullptr);
     ExportOptions o;
     o.source_lines = false;
-    export_chrome(path_, f, o);
+    export_chrome(load_profile(path_), f, o);
     std::fclose(f);
   }
   std::stringstream text;

@@ -161,10 +161,10 @@ TEST_F(TraceDecodeTest, TenthVarintByteAboveOneIsAnError) {
 TEST_F(TraceDecodeTest, UnknownOperationAndReservedBitsAreErrors) {
   {
     TestProfileWriter w;
-    const uint64_t at = raw_trace(w, 1, std::string("\x0b\x00\x00\x00\x00", 5));
+    const uint64_t at = raw_trace(w, 1, std::string("\x0f\x00\x00\x00\x00", 5));  // kOps = 15
     const ProfileError e = error_of(w);
     EXPECT_EQ(e.offset(), at + kRecords);
-    EXPECT_NE(e.reason().find("unknown operation 11"), std::string::npos) << e.what();
+    EXPECT_NE(e.reason().find("unknown operation 15"), std::string::npos) << e.what();
   }
   {
     TestProfileWriter w;

@@ -1,0 +1,77 @@
+// completion_coincidence.h — whether calls of different threads finish at the same moments.
+//
+// Under one lock that every call holds to its end, the lock serves one call at a time: after a
+// call of one thread finishes, a call of another thread that was waiting still has its own
+// critical section to run, so the ends of calls of different threads are never closer than that
+// critical section.  Where threads do not exclude each other, their calls end independently, and
+// ends of different threads fall close together as often as their rates predict.  The measure
+// (docs/analysis.md, "Contention verdict") compares, within every timing window, the density of
+// pairs of ends of different threads less than `near` ticks apart with their density `far` ticks
+// apart (0.6–1.9 µs at a 10 ns clock step, beyond any critical section):
+//
+//   Q = (pairs closer than near / near) / (pairs far0..far1 apart / (far1 - far0))
+//
+// ≈ 1: ends coincide as chance says; ≪ 1: calls take turns.  A busy machine, preemption or a slow
+// allocator lower the rate of ends at every distance alike and leave Q where it was; nothing but
+// mutual exclusion makes a hole around 0.  Pairs of calls in different size classes are also
+// measured alone: a lock per size class leaves them coinciding freely, one global lock does not.
+//
+// On a virtual TSC that advances in steps (10 ns here), ends fall on a grid, and `near` is a whole
+// number of steps so that both orders of every pair are counted once (ties twice: one pair, both
+// orders).  Pairs are weighted by 1/(W - d), W the trusted length of the window and d their
+// distance, since a window holds fewer pairs far apart than close together.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace allocscope {
+
+struct CallEnd {
+  uint64_t tick;    // the call's end
+  uint32_t thread;  // thread serial
+  uint32_t cls;     // size class, or kUnknownClass (a free whose size was not taken)
+};
+constexpr uint32_t kUnknownClass = ~0u;
+
+struct CoincidenceMeasure {
+  uint64_t near_pairs = 0, far_pairs = 0;  // pairs of ends counted in each zone (unweighted)
+  std::optional<double> value;             // Q; null: too few pairs
+  double se = 0;                           // its standard error (Poisson counts)
+  double low() const { return value ? *value - 2 * se : 0; }
+  double high() const { return value ? *value + 2 * se : 0; }
+};
+
+class CoincidenceTally {
+ public:
+  // `step`: the clock's step in ticks (1 on a fine clock); `min_near`: the near zone's least
+  // width in ticks (the shortest critical section worth seeing).
+  CoincidenceTally(uint64_t step, uint64_t min_near);
+
+  // The ends of the calls that began in the trusted part [lo, hi) of one window, any order.
+  void add_window(std::vector<CallEnd>& ends, uint64_t lo, uint64_t hi);
+
+  CoincidenceMeasure all() const { return measure(all_); }
+  CoincidenceMeasure across_classes() const { return measure(across_); }
+  uint64_t near_ticks() const { return near_; }
+  uint64_t far_ticks() const { return far0_; }
+
+ private:
+  struct Sums {
+    double near = 0, far = 0;  // weighted
+    uint64_t near_pairs = 0, far_pairs = 0;
+  };
+  CoincidenceMeasure measure(const Sums& s) const;
+
+  uint64_t near_, far0_, far1_;
+  Sums all_, across_;
+};
+
+// The clock's step from the timed durations: the smallest duration of at least 2 ticks that 1 %
+// of the timed calls measured (a coarse clock makes every duration a multiple of it; on a fine
+// clock it is the fastest common call, which is as good a unit).  `counts`: calls per duration,
+// exact below its size.
+uint64_t clock_step_of(std::span<const uint64_t> counts, uint64_t total);
+
+}  // namespace allocscope

@@ -1,0 +1,228 @@
+// contention_verdict_test.cpp — the measure of exclusion and the verdict rules of docs/analysis.md
+// ("Contention verdict"), on tallies with known answers.
+#include "contention_verdict.h"
+
+#include "contention_wording.h"
+
+#include <gtest/gtest.h>
+
+namespace allocscope {
+namespace {
+
+// Timed calls of one class: `alone` calls made alone lasting `a` ticks each, `met` calls that met
+// another thread lasting `m` ticks each (`met_allocating` of them met an allocating call).  A
+// share `spread` of each group lasts one tick longer, so that the groups overlap as a clock's
+// steps make them do.
+ExclusionCell cell(uint64_t alone, uint64_t a, uint64_t met, uint64_t m, double spread = 0.5,
+                   uint64_t met_allocating = ~uint64_t{0}) {
+  ExclusionCell c;
+  const auto split = [&](uint64_t n) { return static_cast<uint64_t>(spread * static_cast<double>(n)); };
+  c.alone.add(a, alone - split(alone));
+  c.alone.add(a + 1, split(alone));
+  c.met.add(m, met - split(met));
+  c.met.add(m + 1, split(met));
+  const uint64_t ma = met_allocating == ~uint64_t{0} ? met : met_allocating;
+  if (ma) {
+    c.met_allocating.add(m, ma - split(ma));
+    c.met_allocating.add(m + 1, split(ma));
+  }
+  return c;
+}
+
+CoincidenceMeasure ends(double q, double se) {
+  CoincidenceMeasure m;
+  m.value = q;
+  m.se = se;
+  m.near_pairs = m.far_pairs = 1000;
+  return m;
+}
+
+// Calls of one run: ends of different threads coinciding `q` times as often as chance (1 by
+// default: no turns), across classes as well unless said otherwise.
+ContentionInputs inputs(std::vector<ExclusionCell> allocating, std::vector<ExclusionCell> freeing = {},
+                        CoincidenceMeasure all = ends(1.0, 0.01), std::optional<CoincidenceMeasure> across = {}) {
+  ContentionInputs in;
+  in.allocating = measure_exclusion(allocating);
+  in.freeing = measure_exclusion(freeing);
+  in.ends = all;
+  in.ends_across = across ? *across : all;
+  in.ends_near_ns = 20;
+  in.busy_threads = 4;
+  in.timed = 100000;
+  in.cpus = 2;
+  in.max_live_threads = 5;
+  return in;
+}
+
+TEST(ExclusionMeasure, IsTheProbabilityThatAMetCallTookLonger) {
+  // Alone: half 10, half 11 ticks.  Met: all 11 ticks: slower than half the alone calls, as long
+  // as the other half (counted half): 0.75.
+  const ExclusionMeasure m = measure_exclusion({cell(1000, 10, 400, 11, 0.0)});
+  ExclusionCell c;
+  c.alone.add(10, 500);
+  c.alone.add(11, 500);
+  c.met.add(11, 400);
+  const ExclusionMeasure exact = measure_exclusion({c});
+  ASSERT_TRUE(exact.slower.value);
+  EXPECT_NEAR(*exact.slower.value, 0.75, 1e-12);
+  EXPECT_LT(exact.slower.low(), 0.75);
+  EXPECT_GT(exact.slower.high(), 0.75);
+  EXPECT_EQ(exact.met, 400u);
+  EXPECT_EQ(exact.alone, 1000u);
+  ASSERT_TRUE(m.slower.value);
+  EXPECT_NEAR(*m.slower.value, 1.0, 1e-12);  // every met call (11) slower than every alone one (10)
+}
+
+TEST(ExclusionMeasure, EqualDistributionsReadOneHalf) {
+  const ExclusionMeasure m = measure_exclusion({cell(1000, 10, 1000, 10), cell(500, 40, 300, 40)});
+  ASSERT_TRUE(m.slower.value);
+  EXPECT_NEAR(*m.slower.value, 0.5, 1e-12);
+}
+
+TEST(ExclusionMeasure, PoolsClassesSoThatTheirMixDoesNotMoveIt) {
+  // Met calls all in the slow class, alone calls mostly in the fast one: pooled across classes the
+  // met calls would look slower; within each class they are not.
+  const ExclusionMeasure m = measure_exclusion({cell(5000, 10, 20, 10), cell(100, 500, 2000, 500)});
+  ASSERT_TRUE(m.slower.value);
+  EXPECT_NEAR(*m.slower.value, 0.5, 1e-12);
+}
+
+TEST(ExclusionMeasure, NeedsEnoughMetCallsAndAReference) {
+  EXPECT_FALSE(measure_exclusion({cell(1000, 10, 30, 10)}).slower.value);  // 30 met calls
+  EXPECT_FALSE(measure_exclusion({cell(5, 10, 500, 10)}).slower.value);    // too few alone calls: no reference
+}
+
+TEST(ContentionVerdict, OneThreadIsSingleThread) {
+  ContentionInputs in = inputs({cell(1000, 10, 1000, 20)});
+  in.busy_threads = 1;
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::SingleThread);
+}
+
+TEST(ContentionVerdict, CallsTakingTurnsAcrossClassesAreOneGlobalLock) {
+  const ContentionVerdict v = judge_contention(inputs({cell(1000, 10, 1000, 11)}, {}, ends(0.3, 0.02)));
+  EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(v.reason, ContentionReason::TakeTurns);
+  EXPECT_GT(v.confidence, 0.99);
+  EXPECT_TRUE(v.oversubscribed);
+}
+
+TEST(ContentionVerdict, TurnsDecideEvenWhenMetCallsAreNotSlower) {
+  // A spin lock around a call as short as the clock's step: met calls hardly slower, turns plain.
+  const ContentionVerdict v = judge_contention(inputs({cell(5000, 10, 5000, 10)}, {}, ends(0.12, 0.005)));
+  EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
+}
+
+TEST(ContentionVerdict, TurnsWithinClassesOnlyAreALockPerClass) {
+  const ContentionVerdict v =
+      judge_contention(inputs({cell(1000, 10, 1000, 11)}, {}, ends(0.5, 0.02), ends(1.0, 0.03)));
+  EXPECT_EQ(v.kind, ContentionKind::Partial);
+  EXPECT_EQ(v.reason, ContentionReason::TurnsWithinClasses);
+}
+
+TEST(ContentionVerdict, TurnsWithClassesUnclearAreUnsure) {
+  const ContentionVerdict v =
+      judge_contention(inputs({cell(1000, 10, 1000, 11)}, {}, ends(0.5, 0.02), ends(0.85, 0.1)));
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::MixedClasses);
+}
+
+TEST(ContentionVerdict, SlowerMetCallsWithoutTurnsAreUnsure) {
+  // A lock handed over before its holder's call ends, or interference that is no lock: measured,
+  // both look like this, so nothing is claimed.
+  const ContentionVerdict v = judge_contention(inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)}));
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::SlowerWithoutTurns);
+  EXPECT_FALSE(contention_advice(v).empty());
+}
+
+TEST(ContentionVerdict, AllocationsSlowedByAllocationsCountAsSlower) {
+  // Musl's shape: a call that meets a free (mostly lock-free) does not wait; one that meets an
+  // allocating call does.  Met calls: 1000 beside a free (as long as alone ones), 100 beside an
+  // allocating call (a tick longer): all met calls together 0.545, not enough; those 100 alone 1.
+  ExclusionCell c;
+  c.alone.add(10, 500);
+  c.alone.add(11, 500);
+  c.met.add(10, 500);
+  c.met.add(11, 500);
+  c.met.add(12, 100);
+  c.met_allocating.add(12, 100);
+  ASSERT_LT(measure_exclusion({c}).slower.low(), 0.55);
+  const ContentionVerdict without_turns = judge_contention(inputs({c}));
+  EXPECT_EQ(without_turns.kind, ContentionKind::Unsure);
+  EXPECT_EQ(without_turns.reason, ContentionReason::SlowerWithoutTurns);
+}
+
+TEST(ContentionVerdict, OneClassClearlySlowerAmongParallelOnesIsPartial) {
+  // No turns; pooled, met calls are no slower (0.507); but one class holding 10 % of the met
+  // calls is clearly slower when met (0.63): contention confined to that class.
+  ExclusionCell even = cell(40000, 10, 40000, 10);
+  ExclusionCell slow;
+  slow.alone.add(10, 10000);
+  slow.alone.add(11, 10000);
+  slow.met.add(10, 1104);
+  slow.met.add(11, 3496);
+  slow.met_allocating = slow.met;
+  const ExclusionMeasure m = measure_exclusion({even, slow});
+  ASSERT_LT(*m.slower.value + 3 * m.slower.se, 0.52);
+  ASSERT_GE(m.contended_share, 0.10);
+  const ContentionVerdict v = judge_contention(inputs({even, slow}));
+  EXPECT_EQ(v.kind, ContentionKind::Partial);
+  EXPECT_EQ(v.reason, ContentionReason::ExcludedSome);
+}
+
+TEST(ContentionVerdict, NoTurnsAndMetCallsAsLongAsAloneOnesAreNone) {
+  const ContentionVerdict v = judge_contention(inputs({cell(5000, 10, 5000, 10)}, {cell(5000, 10, 5000, 10)}));
+  EXPECT_EQ(v.kind, ContentionKind::None);
+  EXPECT_EQ(v.reason, ContentionReason::Parallel);
+  EXPECT_GT(v.confidence, 0.5);
+}
+
+TEST(ContentionVerdict, NoneNeedsEndsMeasured) {
+  CoincidenceMeasure unmeasured;
+  const ContentionVerdict v = judge_contention(inputs({cell(5000, 10, 5000, 10)}, {}, unmeasured));
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::TooFewMet);
+}
+
+TEST(ContentionVerdict, ParallelAllocationsWithExcludedFreesArePartial) {
+  const ContentionVerdict v = judge_contention(inputs({cell(5000, 10, 5000, 10)}, {cell(1000, 10, 1000, 12)}));
+  EXPECT_EQ(v.kind, ContentionKind::Partial);
+  EXPECT_EQ(v.reason, ContentionReason::FreesExcluded);
+}
+
+TEST(ContentionVerdict, NoneNeedsThreeStandardErrors) {
+  // 0.51 with 60 met calls: its bounds reach above 0.52, so nothing is claimed.
+  ExclusionCell c;
+  c.alone.add(10, 50);
+  c.alone.add(11, 50);
+  c.met.add(10, 29);
+  c.met.add(11, 31);
+  const ContentionVerdict v = judge_contention(inputs({c}));
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::Ambiguous);
+}
+
+TEST(ContentionVerdict, MetCallsFasterThanAloneOnesAreDisturbed) {
+  const ContentionVerdict v = judge_contention(inputs({cell(1000, 12, 1000, 10)}));
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::Disturbed);
+}
+
+TEST(ContentionVerdict, SleepingCallsDoubtNone) {
+  ContentionInputs in = inputs({cell(5000, 10, 5000, 10)});
+  in.rusage_samples = 100;
+  in.rusage_blocked = 10;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::Sleeping);
+  EXPECT_TRUE(v.blocking);
+}
+
+TEST(ContentionVerdict, TooFewMetCallsIsUnsure) {
+  const ContentionVerdict v = judge_contention(inputs({cell(1000, 10, 10, 20)}));
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::TooFewMet);
+}
+
+}  // namespace
+}  // namespace allocscope
