@@ -242,6 +242,18 @@ bool same_thread_time(const DiffReport& d) {
   return base_time > 0 && std::fabs(d.measured_delta_ns) < 0.02 * base_time;
 }
 
+// With both runs recorded with --locks and a gap to share: what the program's own locks take of it.
+std::string lock_sentence(const DiffReport& d) {
+  if (!d.locks || !d.locks_share) return "";
+  const RunSide& worse = d.locks_delta_ns >= 0 ? d.other : d.base;
+  std::string text = fmt::format(" The program's own locks (outside the allocator) account for {} ({})",
+                                 pct(*d.locks_share), signed_dur(d.locks_delta_ns));
+  if (!worse.top_lock.empty())
+    text += fmt::format(", most of all {} on {} ({} of waiting)", worse.top_lock, &worse == &d.other ? "OTHER" : "BASE",
+                        format_duration_ns(worse.top_lock_wait_ns));
+  return text + fmt::format("; allocator and locks together explain {}.", d.explained ? pct(*d.explained) : "-");
+}
+
 std::string make_verdict(const DiffReport& d) {
   if (d.work.calls_base == 0 || d.work.calls_other == 0) return d.work.reason;
   const std::string work = d.work.per_call ? d.work.reason + " " : "";
@@ -278,13 +290,14 @@ std::string make_verdict(const DiffReport& d) {
                           group_digits(d.base.involuntary_switches), group_digits(d.other.involuntary_switches));
     }
     return text + fmt::format(". Inside allocator calls: {} ± {}.", signed_dur(d.calls_delta_ns),
-                              format_duration_ns(d.calls_error_ns));
+                              format_duration_ns(d.calls_error_ns)) + lock_sentence(d);
   }
   if (!d.coverage) return text + ".";
   if (d.attributed_unsure) {
     return text + fmt::format(". The allocator's part is unsure ({} ± {}: a bound over half of it); no share of the "
                               "gap is claimed. Record longer, or time more calls with a smaller --sample.",
-                              signed_dur(d.attributed_delta_ns), format_duration_ns(d.calls_error_ns));
+                              signed_dur(d.attributed_delta_ns), format_duration_ns(d.calls_error_ns)) +
+           lock_sentence(d);
   }
   const double c = *d.coverage;
   text += fmt::format("; the allocator accounts for {} of it ({}", pct(c), signed_dur(d.attributed_delta_ns));
@@ -311,16 +324,7 @@ std::string make_verdict(const DiffReport& d) {
   } else if (c > 1.2) {
     text += " The allocator's change exceeds the measured gap: something else got faster.";
   }
-  if (d.locks && d.locks_share) {
-    const RunSide& worse = d.locks_delta_ns >= 0 ? d.other : d.base;
-    text += fmt::format(" The program's own locks (outside the allocator) account for {} ({})", pct(*d.locks_share),
-                        signed_dur(d.locks_delta_ns));
-    if (!worse.top_lock.empty())
-      text += fmt::format(", most of all {} on {} ({} of waiting)", worse.top_lock, &worse == &d.other ? "OTHER" : "BASE",
-                          format_duration_ns(worse.top_lock_wait_ns));
-    text += fmt::format("; allocator and locks together explain {}.", d.explained ? pct(*d.explained) : "-");
-  }
-  return text;
+  return text + lock_sentence(d);
 }
 
 // Splits the difference over the shapes of two traces, or says why it cannot.
