@@ -50,6 +50,7 @@ struct LockAcc {
   std::string kind;
   uint64_t waits = 0, ticks = 0, max_ticks = 0, timeouts = 0;
   double unlock_ticks = 0;  // estimated
+  uint64_t unlocks_timed = 0;
   std::set<uint32_t> threads;
   std::map<uint64_t, SiteAcc> sites;  // by call-site address
 };
@@ -103,6 +104,7 @@ LockReport analyze_locks(const Profile& profile, double thread_time_ns, const st
       if (row.kind == static_cast<uint8_t>(format::LockKind::Unlock)) {
         const double est = static_cast<double>(row.wait_ticks) * unlock_scale;
         locks[{false, row.lock}].unlock_ticks += est;
+        locks[{false, row.lock}].unlocks_timed += row.waits;
         unlock_ticks += est;
         r.time_ns_by_thread[serial] += profile.clock.to_ns_exact(est);
         continue;
@@ -191,6 +193,7 @@ LockReport analyze_locks(const Profile& profile, double thread_time_ns, const st
     row.wait_ns = static_cast<double>(profile.ticks_to_ns(acc.ticks));
     row.max_ns = static_cast<double>(profile.ticks_to_ns(acc.max_ticks));
     row.unlock_ns = profile.clock.to_ns_exact(acc.unlock_ticks);
+    row.unlocks_timed = acc.unlocks_timed;
     row.share = thread_time_ns > 0 ? row.wait_ns / thread_time_ns : 0;
     row.threads = static_cast<uint32_t>(acc.threads.size());
     for (const auto& [address, sa] : acc.sites) {
@@ -322,7 +325,7 @@ void write_lock_report_json(JsonWriter& w, const LockReport& r) {
         w.begin_object();
         w.field("address", fmt::format("{:#x}", l.address)).field("kind", l.kind).field("name", l.name());
         w.field("waits", l.waits).field("wait_ns", ns(l.wait_ns)).field("max_ns", ns(l.max_ns));
-        w.field("unlock_ns", ns(l.unlock_ns));
+        w.field("unlock_ns", ns(l.unlock_ns)).field("unlocks_timed", l.unlocks_timed);
         w.field("share", fraction(l.share)).field("threads", l.threads).field("timeouts", l.timeouts);
         w.key("sites").begin_array();
         for (const LockSite& s : l.sites) {

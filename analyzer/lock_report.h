@@ -45,6 +45,7 @@ struct LockRow {
   uint64_t waits = 0, timeouts = 0;
   double wait_ns = 0, max_ns = 0;
   double unlock_ns = 0;            // estimated time unlocking it
+  uint64_t unlocks_timed = 0;      // its timed unlocks (unlock_ns scales them up)
   double share = 0;                // wait, of thread time
   uint32_t threads = 0;            // threads that waited on it
   std::vector<LockSite> sites;     // costliest first

@@ -18,6 +18,7 @@ namespace allocscope {
 RealLocks g_real_locks;
 __thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
 __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
+__thread bool t_unlock_started __attribute__((tls_model("initial-exec")));
 bool g_real_locks_resolved = false;
 bool g_lock_waits = false;
 
@@ -145,15 +146,36 @@ void record_wait(const void* lock, void* site, format::LockKind kind, uint64_t d
 
 }  // namespace
 
-int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
-  // The next countdown: 128..383 from a xorshift of the tick and the thread's count (never
-  // periodic).
-  const uint64_t t0 = ticks();
-  uint64_t x = t0 ^ (t_unlocks << 17);
+namespace {
+
+// A pseudo-random byte from a xorshift of the tick, the thread's count and its TLS address.
+uint32_t unlock_draw(uint64_t tick) {
+  uint64_t x = tick ^ (t_unlocks << 17) ^ reinterpret_cast<uint64_t>(&t_unlocks);
   x ^= x >> 12;
   x ^= x << 25;
   x ^= x >> 27;
-  t_unlock_countdown = 128 + static_cast<uint32_t>((x * 0x2545f4914f6cdd1dull) >> 56);
+  return static_cast<uint32_t>((x * 0x2545f4914f6cdd1dull) >> 56);
+}
+
+}  // namespace
+
+int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
+  // A thread's first unlock comes here (its countdown starts at 0), but it is not the one to
+  // time: a thread's first unlock is often of a start-up lock (PHP's TSRM mutex), taken by all
+  // threads at once and unlocked just before a preemption; timed on every thread and scaled by
+  // 256 it would be read as seconds of unlocking.  The first timed unlock falls at a random
+  // position 1..256 instead: a thread's first unlocks are then about as likely to be timed as any.
+  if (__builtin_expect(!t_unlock_started, 0)) {
+    t_unlock_started = true;
+    const uint32_t position = 1 + unlock_draw(ticks());
+    if (position > 1) {
+      t_unlock_countdown = position - 2;  // the next position - 2 unlocks go untimed
+      return g_real_locks.mutex_unlock(m);
+    }
+  }
+  // The next countdown: 128..383 (never periodic).
+  const uint64_t t0 = ticks();
+  t_unlock_countdown = 128 + unlock_draw(t0);
   const int r = g_real_locks.mutex_unlock(m);
   const uint64_t t1 = ticks();
   const int saved = errno;

@@ -99,6 +99,27 @@ class LockWaits(E2ETestCase):
         dump = json.loads(self.cli("dump", "--json", path))
         self.assertFalse(dump["calibration"]["locks"])
 
+    def test_a_threads_first_unlock_is_not_always_timed(self):
+        """Unlocks are timed about 1 in 256 and scaled up; were each thread's first unlock always
+        timed, a start-up lock unlocked once per thread would be timed on every thread and weigh
+        256 unlocks each.  first_unlock: 8 workers and main unlock the start-up lock once each
+        (their first unlock), then their own mutexes 3,000 times.  With the first timed unlock
+        at a random position 1..256, each of the 9 threads times the start-up unlock with
+        probability 1/256: three or more of them, about 5 in a million runs."""
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                path = os.path.join(self.dir, f"first-{libc}.asp")
+                proc = subprocess.run([CLI, "record", "--locks", "-o", path, "--", target(f"first_unlock-{libc}"), "8",
+                                       "3000"], capture_output=True, text=True, timeout=300)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                locks = json.loads(self.cli("report", "--json", path))["locks"]
+                startup = [lock for lock in locks["locks"] if lock["sites"][0]["site"] == "startup_section"]
+                self.assertEqual(len(startup), 1, locks["locks"])
+                self.assertGreater(startup[0]["waits"], 0)
+                self.assertLessEqual(startup[0]["unlocks_timed"], 2, startup[0])
+                # The private unlocks are timed all the same: 3,001 a thread, one in 128..383 timed.
+                self.assertGreater(locks["unlocks_timed"], 8 * 3000 // 383 - 8, locks)
+
     def test_diff_attributes_the_gap_to_the_lock(self):
         for libc in LIBCS:
             with self.subTest(libc=libc):
