@@ -79,7 +79,7 @@ struct RunSide {
   bool locks_recorded = false;
   double lock_wait_ns = 0, cond_wait_ns = 0;
   double lock_time_ns = 0;               // lock wait + unlock (estimated): the locks' cost
-  std::string top_lock;                  // the lock with the most wait, by call site ("" if none)
+  std::string top_lock;                  // the lock with the most lock time, by call site ("" if none)
   double top_lock_wait_ns = 0;
 };
 

@@ -71,7 +71,7 @@ struct LockReport {
   std::map<uint32_t, double> wait_ns_by_thread;       // mutexes and rwlocks, per thread serial
   std::map<uint32_t, double> time_ns_by_thread;       // lock time (wait + unlock), per thread
   std::map<uint32_t, double> cond_wait_ns_by_thread;
-  std::vector<LockRow> locks;      // mutexes and rwlocks, most wait first
+  std::vector<LockRow> locks;      // mutexes and rwlocks, most lock time (wait + unlock) first
   std::vector<LockRow> conditions; // condition variables, most wait first
 };
 
