@@ -9,7 +9,8 @@ namespace {
 
 constexpr uint64_t kFarFrom = 32, kFarTo = 96;  // the far zone, in widths of the near zone
 constexpr uint64_t kMinNearExpected = 30;       // far pairs must predict this many near ones
-constexpr size_t kMaxEnds = 2048;               // ends of one window measured (the first ones): bounds the work
+constexpr size_t kSliceEnds = 2048;             // a long window is measured in slices of this many ends, …
+constexpr size_t kMaxSlices = 4;                // … at most this many of them
 
 }  // namespace
 
@@ -25,17 +26,27 @@ void CoincidenceTally::add_window(std::vector<CallEnd>& ends, uint64_t lo, uint6
   if (hi <= lo || ends.size() < 2) return;
   std::erase_if(ends, [&](const CallEnd& e) { return e.tick < lo || e.tick >= hi; });
   std::sort(ends.begin(), ends.end(), [](const CallEnd& a, const CallEnd& b) { return a.tick < b.tick; });
-  // A long window (every call timed) is measured over its first kMaxEnds ends only.
-  if (ends.size() > kMaxEnds) {
-    hi = ends[kMaxEnds].tick;
-    ends.resize(kMaxEnds);
-    while (!ends.empty() && ends.back().tick >= hi) ends.pop_back();
+  // A long window (every call timed) is cut into slices of kSliceEnds ends, each measured as a
+  // window of its own; at most kMaxSlices of them, spread evenly over the window, bound the work.
+  const size_t slices = (ends.size() + kSliceEnds - 1) / kSliceEnds;
+  const size_t taken = std::min(slices, kMaxSlices);
+  for (size_t k = 0; k < taken; ++k) {
+    const size_t slice = k * slices / taken;
+    const size_t from = slice * kSliceEnds, to = std::min(ends.size(), from + kSliceEnds);
+    const uint64_t slice_lo = slice == 0 ? lo : ends[from].tick;
+    const uint64_t slice_hi = to == ends.size() ? hi : ends[to].tick;
+    add_slice(std::span<const CallEnd>(ends.data() + from, to - from), slice_lo, slice_hi);
   }
+}
+
+void CoincidenceTally::add_slice(std::span<const CallEnd> ends, uint64_t lo, uint64_t hi) {
+  if (hi <= lo) return;
   const double w = static_cast<double>(hi - lo);
   for (size_t i = 0; i < ends.size(); ++i) {
     const CallEnd& a = ends[i];
     for (size_t j = i + 1; j < ends.size(); ++j) {
       const CallEnd& b = ends[j];
+      if (b.tick >= hi) break;
       const uint64_t d = b.tick - a.tick;
       if (d >= far1_) break;
       if (b.thread == a.thread || (d >= near_ && d < far0_)) continue;

@@ -19,7 +19,9 @@
 // On a virtual TSC that advances in steps (10 ns here), ends fall on a grid, and `near` is a whole
 // number of steps so that both orders of every pair are counted once (ties twice: one pair, both
 // orders).  Pairs are weighted by 1/(W - d), W the trusted length of the window and d their
-// distance, since a window holds fewer pairs far apart than close together.
+// distance, since a window holds fewer pairs far apart than close together.  A window holding more
+// than 2048 ends (every call timed) is measured in slices of 2048 ends, at most 4 of them spread
+// over the window, each as a window of its own: the work stays bounded.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -63,6 +65,7 @@ class CoincidenceTally {
     uint64_t near_pairs = 0, far_pairs = 0;
   };
   CoincidenceMeasure measure(const Sums& s) const;
+  void add_slice(std::span<const CallEnd> ends, uint64_t lo, uint64_t hi);
 
   uint64_t near_, far0_, far1_;
   Sums all_, across_;

@@ -480,6 +480,61 @@ std::vector<std::string> workload_warnings(const DiffReport& d) {
   return warnings;
 }
 
+// The totals of a diff, one row per figure (the first row the heading): the text and the HTML
+// page print the same rows.
+std::vector<std::vector<std::string>> diff_totals(const DiffReport& d) {
+  const std::string delta_head =
+      d.work.per_call ? fmt::format("OTHER - BASE x {:.3f}", d.work.ratio) : std::string("OTHER - BASE");
+  std::vector<std::vector<std::string>> totals{{"", "BASE", "OTHER", delta_head}};
+  auto opt_dur = [](const std::optional<double>& v) { return v ? format_duration_ns(*v) : "-"; };
+  totals.push_back({"allocator calls", group_digits(d.work.calls_base), group_digits(d.work.calls_other),
+                     d.work.per_call ? "different work: per call" : ""});
+  totals.push_back({"wall time", opt_dur(d.base.wall_ns), opt_dur(d.other.wall_ns),
+                     d.wall_measured_delta_ns ? signed_dur(*d.wall_measured_delta_ns) : "-"});
+  totals.push_back({"thread time (allocating threads)", format_duration_ns(d.base.thread_time_ns),
+                     format_duration_ns(d.other.thread_time_ns), signed_dur(d.measured_delta_ns)});
+  totals.push_back({"inside allocator calls", format_duration_ns(d.base.allocator_time_ns),
+                     format_duration_ns(d.other.allocator_time_ns),
+                     fmt::format("{} ± {}", signed_dur(d.calls_delta_ns), format_duration_ns(d.calls_error_ns))});
+  totals.push_back({"  fast path", format_duration_ns(d.base.split.fast_ns), format_duration_ns(d.other.split.fast_ns),
+                     signed_dur(d.split_delta.fast_ns)});
+  totals.push_back({"  slow but running", format_duration_ns(d.base.split.slow_ns),
+                     format_duration_ns(d.other.split.slow_ns), signed_dur(d.split_delta.slow_ns)});
+  totals.push_back({"  waiting (blocked)", format_duration_ns(d.base.split.wait_ns),
+                     format_duration_ns(d.other.split.wait_ns), signed_dur(d.split_delta.wait_ns)});
+  totals.push_back({"minor faults (all threads)", group_digits(d.base.minor_faults), group_digits(d.other.minor_faults), ""});
+  totals.push_back({"  outside calls (charged)", group_digits(static_cast<uint64_t>(std::llround(d.base.faults_outside))),
+                     group_digits(static_cast<uint64_t>(std::llround(d.other.faults_outside))), ""});
+  totals.push_back({"page faults outside calls", format_duration_ns(d.base.outside_fault_ns),
+                     format_duration_ns(d.other.outside_fault_ns),
+                     fmt::format("{} ± {}", signed_dur(d.faults_delta_ns), format_duration_ns(d.faults_error_ns))});
+  totals.push_back({"attributed to the allocator", "", "", signed_dur(d.attributed_delta_ns)});
+  totals.push_back({"outside allocator calls: not attributed", "", "", signed_dur(d.unattributed_ns)});
+  totals.push_back({"  on the CPU (the program's own code)", "", "", signed_dur(d.unattributed_on_cpu_ns)});
+  totals.push_back({"  off the CPU (preempted or blocked)", format_duration_ns(d.base.outside_off_cpu_ns),
+                     format_duration_ns(d.other.outside_off_cpu_ns), signed_dur(d.unattributed_off_cpu_ns)});
+  totals.push_back({"coverage (thread time)", "", "", d.coverage ? pct(*d.coverage) : "-"});
+  totals.push_back({"coverage (wall time)", "", "", d.wall_coverage ? pct(*d.wall_coverage) : "-"});
+  if (d.locks) {  // both runs recorded with --locks: the program's own locks, then the rest
+    const double k = d.work.per_call ? d.work.ratio : 1.0;
+    const double base_unlock_ns = d.base.lock_time_ns - d.base.lock_wait_ns;
+    const double other_unlock_ns = d.other.lock_time_ns - d.other.lock_wait_ns;
+    totals.push_back({"other locks (waits + unlocks)", format_duration_ns(d.base.lock_time_ns),
+                      format_duration_ns(d.other.lock_time_ns), signed_dur(d.locks_delta_ns)});
+    totals.push_back({"  contended waits", format_duration_ns(d.base.lock_wait_ns), format_duration_ns(d.other.lock_wait_ns),
+                      signed_dur(d.other.lock_wait_ns - k * d.base.lock_wait_ns)});
+    totals.push_back({"  unlocks (sampled, est.)", format_duration_ns(base_unlock_ns), format_duration_ns(other_unlock_ns),
+                      signed_dur(other_unlock_ns - k * base_unlock_ns)});
+    totals.push_back({"condition waits (idle)", format_duration_ns(d.base.cond_wait_ns),
+                      format_duration_ns(d.other.cond_wait_ns), signed_dur(d.cond_delta_ns)});
+    totals.push_back({"rest (none of the above)", "", "", signed_dur(d.rest_delta_ns)});
+    totals.push_back({"allocator + other locks", "", "", d.explained ? pct(*d.explained) : "-"});
+  }
+  totals.push_back({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
+  totals.push_back({"waiting share of allocator time", pct(d.base.wait_share), pct(d.other.wait_share), ""});
+  return totals;
+}
+
 std::string diff_text(const DiffReport& d) {
   std::string out;
   auto side_line = [](const char* name, const RunSide& s) {
@@ -490,53 +545,9 @@ std::string diff_text(const DiffReport& d) {
   out += side_line("BASE", d.base);
   out += side_line("OTHER", d.other);
   out += "\n";
-  const std::string delta_head =
-      d.work.per_call ? fmt::format("OTHER - BASE x {:.3f}", d.work.ratio) : std::string("OTHER - BASE");
-  TextTable totals({{"", TextTable::Align::Left}, {"BASE"}, {"OTHER"}, {delta_head}});
-  auto opt_dur = [](const std::optional<double>& v) { return v ? format_duration_ns(*v) : "-"; };
-  totals.add_row({"allocator calls", group_digits(d.work.calls_base), group_digits(d.work.calls_other),
-                  d.work.per_call ? "different work: per call" : ""});
-  totals.add_row({"wall time", opt_dur(d.base.wall_ns), opt_dur(d.other.wall_ns),
-                  d.wall_measured_delta_ns ? signed_dur(*d.wall_measured_delta_ns) : "-"});
-  totals.add_row({"thread time (allocating threads)", format_duration_ns(d.base.thread_time_ns),
-                  format_duration_ns(d.other.thread_time_ns), signed_dur(d.measured_delta_ns)});
-  totals.add_row({"inside allocator calls", format_duration_ns(d.base.allocator_time_ns),
-                  format_duration_ns(d.other.allocator_time_ns),
-                  fmt::format("{} ± {}", signed_dur(d.calls_delta_ns), format_duration_ns(d.calls_error_ns))});
-  totals.add_row({"  fast path", format_duration_ns(d.base.split.fast_ns), format_duration_ns(d.other.split.fast_ns),
-                  signed_dur(d.split_delta.fast_ns)});
-  totals.add_row({"  slow but running", format_duration_ns(d.base.split.slow_ns),
-                  format_duration_ns(d.other.split.slow_ns), signed_dur(d.split_delta.slow_ns)});
-  totals.add_row({"  waiting (blocked)", format_duration_ns(d.base.split.wait_ns),
-                  format_duration_ns(d.other.split.wait_ns), signed_dur(d.split_delta.wait_ns)});
-  totals.add_row({"minor faults (all threads)", group_digits(d.base.minor_faults), group_digits(d.other.minor_faults), ""});
-  totals.add_row({"  outside calls (charged)", group_digits(static_cast<uint64_t>(std::llround(d.base.faults_outside))),
-                  group_digits(static_cast<uint64_t>(std::llround(d.other.faults_outside))), ""});
-  totals.add_row({"page faults outside calls", format_duration_ns(d.base.outside_fault_ns),
-                  format_duration_ns(d.other.outside_fault_ns),
-                  fmt::format("{} ± {}", signed_dur(d.faults_delta_ns), format_duration_ns(d.faults_error_ns))});
-  totals.add_row({"attributed to the allocator", "", "", signed_dur(d.attributed_delta_ns)});
-  totals.add_row({"outside allocator calls: not attributed", "", "", signed_dur(d.unattributed_ns)});
-  totals.add_row({"  on the CPU (the program's own code)", "", "", signed_dur(d.unattributed_on_cpu_ns)});
-  totals.add_row({"  off the CPU (preempted or blocked)", format_duration_ns(d.base.outside_off_cpu_ns),
-                  format_duration_ns(d.other.outside_off_cpu_ns), signed_dur(d.unattributed_off_cpu_ns)});
-  totals.add_row({"coverage (thread time)", "", "", d.coverage ? pct(*d.coverage) : "-"});
-  totals.add_row({"coverage (wall time)", "", "", d.wall_coverage ? pct(*d.wall_coverage) : "-"});
-  if (d.locks) {
-    totals.add_row({"other locks (waits + unlocks)", format_duration_ns(d.base.lock_time_ns),
-                    format_duration_ns(d.other.lock_time_ns), signed_dur(d.locks_delta_ns)});
-    totals.add_row({"  contended waits", format_duration_ns(d.base.lock_wait_ns), format_duration_ns(d.other.lock_wait_ns),
-                    signed_dur(d.other.lock_wait_ns - d.base.lock_wait_ns)});
-    totals.add_row({"  unlocks (sampled, est.)", format_duration_ns(d.base.lock_time_ns - d.base.lock_wait_ns),
-                    format_duration_ns(d.other.lock_time_ns - d.other.lock_wait_ns),
-                    signed_dur((d.other.lock_time_ns - d.other.lock_wait_ns) - (d.base.lock_time_ns - d.base.lock_wait_ns))});
-    totals.add_row({"condition waits (idle)", format_duration_ns(d.base.cond_wait_ns),
-                    format_duration_ns(d.other.cond_wait_ns), signed_dur(d.cond_delta_ns)});
-    totals.add_row({"rest (none of the above)", "", "", signed_dur(d.rest_delta_ns)});
-    totals.add_row({"allocator + other locks", "", "", d.explained ? pct(*d.explained) : "-"});
-  }
-  totals.add_row({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
-  totals.add_row({"waiting share of allocator time", pct(d.base.wait_share), pct(d.other.wait_share), ""});
+  const std::vector<std::vector<std::string>> rows = diff_totals(d);
+  TextTable totals({{rows[0][0], TextTable::Align::Left}, {rows[0][1]}, {rows[0][2]}, {rows[0][3]}});
+  for (size_t i = 1; i < rows.size(); ++i) totals.add_row({rows[i][0], rows[i][1], rows[i][2], rows[i][3]});
   out += totals.render();
   out += "\n";
   // Verdict, wrapped.

@@ -133,6 +133,9 @@ DiffReport diff_reports(const CostReport& base, const CostReport& other);
 // while their C libraries are the same (a program built once per libc is expected to differ).
 std::vector<std::string> workload_warnings(const DiffReport& diff);
 std::string diff_text(const DiffReport& diff);
+// The totals table of diff_text and the HTML page: a heading row, then one row per figure
+// (label, BASE, OTHER, OTHER - BASE).
+std::vector<std::vector<std::string>> diff_totals(const DiffReport& diff);
 std::string diff_json(const DiffReport& diff);
 
 int diff_command(CommandArgs args);

@@ -148,38 +148,7 @@ void add_sides(HtmlPage& page, const DiffReport& d, const CostReport& base, cons
                          o ? std::optional(o->error_ns) : std::nullopt});
   }
   // The same rows as the text (diff_text), per call when the runs did different work.
-  std::vector<std::vector<std::string>> totals{
-      {"", "BASE", "OTHER", d.work.per_call ? fmt::format("OTHER − BASE × {:.3f}", d.work.ratio) : "OTHER − BASE"}};
-  totals.push_back({"allocator calls", group_digits(d.work.calls_base), group_digits(d.work.calls_other),
-                    d.work.per_call ? "different work: per call" : ""});
-  totals.push_back({"wall time", optional_duration(d.base.wall_ns), optional_duration(d.other.wall_ns),
-                    d.wall_measured_delta_ns ? signed_dur(*d.wall_measured_delta_ns) : "-"});
-  totals.push_back({"thread time (allocating threads)", format_duration_ns(d.base.thread_time_ns),
-                    format_duration_ns(d.other.thread_time_ns), signed_dur(d.measured_delta_ns)});
-  totals.push_back({"inside allocator calls", format_duration_ns(d.base.allocator_time_ns),
-                    format_duration_ns(d.other.allocator_time_ns),
-                    fmt::format("{} ± {}", signed_dur(d.calls_delta_ns), format_duration_ns(d.calls_error_ns))});
-  totals.push_back({"page faults outside calls", format_duration_ns(d.base.outside_fault_ns),
-                    format_duration_ns(d.other.outside_fault_ns),
-                    fmt::format("{} ± {}", signed_dur(d.faults_delta_ns), format_duration_ns(d.faults_error_ns))});
-  totals.push_back({"attributed to the allocator", "", "", signed_dur(d.attributed_delta_ns)});
-  totals.push_back({"outside allocator calls: not attributed", "", "", signed_dur(d.unattributed_ns)});
-  totals.push_back({"  on the CPU (the program's own code)", "", "", signed_dur(d.unattributed_on_cpu_ns)});
-  totals.push_back({"  off the CPU (preempted or blocked)", format_duration_ns(d.base.outside_off_cpu_ns),
-                    format_duration_ns(d.other.outside_off_cpu_ns), signed_dur(d.unattributed_off_cpu_ns)});
-  totals.push_back({"coverage (thread time / wall time)", "", "",
-                    fmt::format("{} / {}", d.coverage ? pct(*d.coverage) : "-", d.wall_coverage ? pct(*d.wall_coverage) : "-")});
-  if (d.locks) {
-    totals.push_back({"other locks (waits + unlocks)", format_duration_ns(d.base.lock_time_ns),
-                      format_duration_ns(d.other.lock_time_ns), signed_dur(d.locks_delta_ns)});
-    totals.push_back({"top lock", d.base.top_lock.empty() ? "-" : d.base.top_lock,
-                      d.other.top_lock.empty() ? "-" : d.other.top_lock, ""});
-    totals.push_back({"condition waits (idle)", format_duration_ns(d.base.cond_wait_ns),
-                      format_duration_ns(d.other.cond_wait_ns), signed_dur(d.cond_delta_ns)});
-    totals.push_back({"allocator + other locks, of the difference", "", "", d.explained ? pct(*d.explained) : "-"});
-  }
-  totals.push_back({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
-  totals.push_back({"waiting share of allocator time", pct(d.base.wait_share), pct(d.other.wait_share), ""});
+  const std::vector<std::vector<std::string>> totals = diff_totals(d);
   page.section("The two runs by size", "Estimated time inside the allocator per request size, BASE above OTHER.",
                html_table(totals) + stacked_bars_svg(bars));
 

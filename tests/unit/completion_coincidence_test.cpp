@@ -16,27 +16,50 @@ constexpr uint64_t kWindow = 1u << 15;  // ticks of one timing window
 // Rounds a tick down onto the clock's grid at a phase.
 uint64_t on_grid(uint64_t tick, uint64_t phase) { return tick - (tick + kStep - phase) % kStep; }
 
-// `windows` windows in which each of `threads` threads ends calls at random moments, `rate` per
-// tick, each thread on its own phase of the grid.
-CoincidenceTally independent(unsigned threads, double rate, unsigned windows, uint64_t seed) {
+// A tally of `windows` timing windows, each filled by `fill(ends, lo, hi)`.
+template <class Fill>
+CoincidenceTally tally_windows(unsigned windows, Fill fill) {
   CoincidenceTally t(kStep, 52);
-  std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> gap(rate);
   std::vector<CallEnd> ends;
   for (unsigned w = 0; w < windows; ++w) {
     ends.clear();
     const uint64_t lo = uint64_t{w} << 20, hi = lo + kWindow;
-    for (unsigned th = 0; th < threads; ++th) {
-      double at = static_cast<double>(lo);
-      for (;;) {
-        at += gap(rng);
-        if (at >= static_cast<double>(hi)) break;
-        ends.push_back(CallEnd{on_grid(static_cast<uint64_t>(at), th * 13 % kStep), th, th % 3});
-      }
-    }
+    fill(ends, lo, hi);
     t.add_window(ends, lo, hi);
   }
   return t;
+}
+
+// Appends the ends of a thread's calls at random moments from lo to hi, `rate` per tick, on the
+// grid at `phase`.
+void at_random(std::vector<CallEnd>& ends, std::mt19937_64& rng, double rate, uint64_t lo, uint64_t hi,
+               uint32_t thread, uint64_t phase, uint32_t cls) {
+  std::exponential_distribution<double> gap(rate);
+  for (double at = static_cast<double>(lo) + gap(rng); at < static_cast<double>(hi); at += gap(rng)) {
+    ends.push_back(CallEnd{on_grid(static_cast<uint64_t>(at), phase), thread, cls});
+  }
+}
+
+// `windows` windows in which each of `threads` threads ends calls at random moments, `rate` per
+// tick, each thread on its own phase of the grid.
+CoincidenceTally independent(unsigned threads, double rate, unsigned windows, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return tally_windows(windows, [&](std::vector<CallEnd>& ends, uint64_t lo, uint64_t hi) {
+    for (uint32_t th = 0; th < threads; ++th) at_random(ends, rng, rate, lo, hi, th, th * 13 % kStep, th % 3);
+  });
+}
+
+// Appends the ends of the calls one lock serves in turn from `from` to `hi`: critical sections of
+// 150-400 ticks; call i is made by thread `thread0 + i % threads`, in class `cls0 + i % classes`.
+void take_turns(std::vector<CallEnd>& ends, std::mt19937_64& rng, uint64_t from, uint64_t hi, uint32_t thread0,
+                uint32_t threads, uint32_t cls0, uint32_t classes) {
+  std::uniform_int_distribution<uint64_t> section(150, 400);
+  uint64_t at = from;
+  for (uint32_t i = 0;; ++i) {
+    at += section(rng);
+    if (at >= hi) break;
+    ends.push_back(CallEnd{on_grid(at, 0), thread0 + i % threads, cls0 + i % classes});
+  }
 }
 
 TEST(CompletionCoincidence, IndependentThreadsReadOne) {
@@ -51,46 +74,21 @@ TEST(CompletionCoincidence, IndependentThreadsReadOne) {
 
 TEST(CompletionCoincidence, ThreadsOnTheSameGridPhaseReadOne) {
   // Every end on the same grid: pairs are 0, 26, 52 … apart; the ties count for both orders.
-  CoincidenceTally t(kStep, 52);
   std::mt19937_64 rng(7);
-  std::exponential_distribution<double> gap(1.0 / 300);
-  std::vector<CallEnd> ends;
-  for (unsigned w = 0; w < 400; ++w) {
-    ends.clear();
-    const uint64_t lo = uint64_t{w} << 20, hi = lo + kWindow;
-    for (unsigned th = 0; th < 2; ++th) {
-      double at = static_cast<double>(lo);
-      for (;;) {
-        at += gap(rng);
-        if (at >= static_cast<double>(hi)) break;
-        ends.push_back(CallEnd{on_grid(static_cast<uint64_t>(at), 0), th, 0});
-      }
-    }
-    t.add_window(ends, lo, hi);
-  }
+  const CoincidenceTally t = tally_windows(400, [&](std::vector<CallEnd>& ends, uint64_t lo, uint64_t hi) {
+    for (uint32_t th = 0; th < 2; ++th) at_random(ends, rng, 1.0 / 300, lo, hi, th, 0, 0);
+  });
   const CoincidenceMeasure m = t.all();
   ASSERT_TRUE(m.value);
   EXPECT_NEAR(*m.value, 1.0, 0.08);
 }
 
 TEST(CompletionCoincidence, ThreadsThatTakeTurnsReadNearZero) {
-  // One lock, critical sections of 150 ticks: the threads' calls end one after another, never
-  // closer than a critical section.
-  CoincidenceTally t(kStep, 52);
+  // One lock: the threads' calls end one after another, never closer than a critical section.
   std::mt19937_64 rng(3);
-  std::uniform_int_distribution<uint64_t> section(150, 400);
-  std::vector<CallEnd> ends;
-  for (unsigned w = 0; w < 200; ++w) {
-    ends.clear();
-    const uint64_t lo = uint64_t{w} << 20, hi = lo + kWindow;
-    uint64_t at = lo;
-    for (uint32_t i = 0;; ++i) {
-      at += section(rng);
-      if (at >= hi) break;
-      ends.push_back(CallEnd{on_grid(at, 0), i % 3, i % 5});
-    }
-    t.add_window(ends, lo, hi);
-  }
+  const CoincidenceTally t = tally_windows(200, [&](std::vector<CallEnd>& ends, uint64_t lo, uint64_t hi) {
+    take_turns(ends, rng, lo, hi, 0, 3, 0, 5);
+  });
   const CoincidenceMeasure m = t.all();
   ASSERT_TRUE(m.value);
   EXPECT_LT(m.high(), 0.1);
@@ -102,28 +100,32 @@ TEST(CompletionCoincidence, ThreadsThatTakeTurnsReadNearZero) {
 TEST(CompletionCoincidence, ALockPerClassLeavesOtherClassesCoinciding) {
   // Two classes, each served by its own lock: ends of one class keep apart, the two classes'
   // ends fall together as chance says.
-  CoincidenceTally t(kStep, 52);
   std::mt19937_64 rng(11);
-  std::uniform_int_distribution<uint64_t> section(150, 400);
-  std::vector<CallEnd> ends;
-  for (unsigned w = 0; w < 300; ++w) {
-    ends.clear();
-    const uint64_t lo = uint64_t{w} << 20, hi = lo + kWindow;
-    for (uint32_t cls = 0; cls < 2; ++cls) {
-      uint64_t at = lo + cls * 97;
-      for (uint32_t i = 0;; ++i) {
-        at += section(rng);
-        if (at >= hi) break;
-        ends.push_back(CallEnd{on_grid(at, 0), cls * 2 + i % 2, cls});
-      }
-    }
-    t.add_window(ends, lo, hi);
-  }
+  const CoincidenceTally t = tally_windows(300, [&](std::vector<CallEnd>& ends, uint64_t lo, uint64_t hi) {
+    for (uint32_t cls = 0; cls < 2; ++cls) take_turns(ends, rng, lo + cls * 97, hi, cls * 2, 2, cls, 1);
+  });
   ASSERT_TRUE(t.all().value);
   EXPECT_LT(*t.all().value, 0.7);
   const CoincidenceMeasure x = t.across_classes();
   ASSERT_TRUE(x.value);
   EXPECT_GT(x.low(), 0.9);
+}
+
+TEST(CompletionCoincidence, ALongWindowIsMeasuredBeyondItsFirstEnds) {
+  // Every call timed: one window of 2 M ticks, one thread alone for its first 5000 ends, then two
+  // independent threads.  Slices spread over the window find the pairs.
+  CoincidenceTally t(kStep, 52);
+  std::mt19937_64 rng(5);
+  std::exponential_distribution<double> gap(1.0 / 200);
+  std::vector<CallEnd> ends;
+  const uint64_t lo = 0, hi = uint64_t{1} << 21;
+  double at = 0;
+  for (int i = 0; i < 5000; ++i) ends.push_back(CallEnd{static_cast<uint64_t>(at += gap(rng)), 0, 0});
+  for (uint32_t th = 0; th < 2; ++th) at_random(ends, rng, 1.0 / 200, static_cast<uint64_t>(at), hi, th, 0, th);
+  t.add_window(ends, lo, hi);
+  const CoincidenceMeasure m = t.all();
+  ASSERT_TRUE(m.value);
+  EXPECT_NEAR(*m.value, 1.0, 0.15);
 }
 
 TEST(CompletionCoincidence, FewPairsMeasureNothing) {
