@@ -11,7 +11,7 @@ namespace {
 constexpr double kTurnsBelow = 0.9;          // Q's upper bound (2σ) below this: calls take turns
 constexpr double kExcludedAbove = 0.55;      // S's lower bound (2σ) above this: met calls are slower
 constexpr double kParallelBelow = 0.52;      // S's upper bound (3σ) below this: they do not
-constexpr double kByAllocatingBelow = 0.55;  // … and the same over allocating neighbours, if measured, below this
+constexpr double kByAllocatingBelow = 0.55;  // … and the same over allocating or running neighbours, if measured, below this
 constexpr double kDisturbedBelow = 0.45;     // S's upper bound (2σ) below this: the reference is disturbed
 constexpr double kClassExcluded = 0.6;       // a class is clearly excluded: S_c - 3σ above this
 constexpr double kClassParallel = 0.53;      // … clearly not: S_c + 3σ below this
@@ -65,7 +65,8 @@ struct Pooled {
 
 }  // namespace
 
-void ExclusionTally::add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating, uint64_t duration) {
+void ExclusionTally::add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating,
+                         uint32_t inside_running, uint64_t duration) {
   std::vector<ExclusionCell>& cells = cells_[static_cast<size_t>(group)];
   if (cls >= cells.size()) cells.resize(cls + 1);
   ExclusionCell& c = cells[cls];
@@ -75,11 +76,12 @@ void ExclusionTally::add(CallGroup group, size_t cls, uint32_t inside, uint32_t 
   }
   c.met.add(duration);
   if (inside_allocating > 0) c.met_allocating.add(duration);
+  if (inside_running > 0) c.met_running.add(duration);
 }
 
 ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
   ExclusionMeasure m;
-  Pooled all, allocating;
+  Pooled all, allocating, running;
   uint64_t contended = 0, uncontended = 0;
   for (const ExclusionCell& c : cells) {
     if (c.alone.total() < kMinReference || c.met.empty()) continue;
@@ -87,6 +89,7 @@ ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
     m.alone += c.alone.total();
     all.add(c.met, c.alone);
     allocating.add(c.met_allocating, c.alone);
+    running.add(c.met_running, c.alone);
     if (c.met.total() >= kMinClassCalls && c.alone.total() >= kMinClassCalls) {
       ++m.classes;
       const double n1 = static_cast<double>(c.met.total()), n2 = static_cast<double>(c.alone.total());
@@ -102,6 +105,7 @@ ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
   }
   m.slower = all.measure();
   m.by_allocating = allocating.measure();
+  m.by_running = running.measure();
   return m;
 }
 
@@ -137,6 +141,7 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   const ExclusionMeasure& a = in.allocating;
   const SlowerMeasure& s = a.slower;
   const SlowerMeasure& b = a.by_allocating;
+  const SlowerMeasure& r = a.by_running;
   const CoincidenceMeasure& q = in.ends;
   if (!s.value && !q.value) {
     set(ContentionKind::Unsure, ContentionReason::TooFewMet, 0);
@@ -157,7 +162,8 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
     return v;
   }
   const double se = std::max(1e-9, s.se);
-  const bool slower = (s.value && s.low() > kExcludedAbove) || (b.value && b.low() > kExcludedAbove);
+  const bool slower = (s.value && s.low() > kExcludedAbove) || (b.value && b.low() > kExcludedAbove) ||
+                      (r.value && r.low() > kExcludedAbove);
   // Met calls slower while ends coincide freely: something slows a call when another thread is
   // inside — a lock handed over before its holder's call ends (a sleeping lock whose holder wakes
   // the next thread after releasing it), or interference that is no lock at all (shared caches,
@@ -180,7 +186,7 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   // "None" needs both: ends that coincide as chance says, and met calls no slower (three
   // standard errors), allocations that met allocations included.
   const bool parallel = q.low() > kTurnsBelow && *s.value + 3 * se < kParallelBelow &&
-                        (!b.value || b.high() < kByAllocatingBelow);
+                        (!b.value || b.high() < kByAllocatingBelow) && (!r.value || r.high() < kByAllocatingBelow);
   const bool sleeping = in.rusage_blocked >= kMinBlockedSamples &&
                         static_cast<double>(in.rusage_blocked) >= kSleepingShare * static_cast<double>(in.rusage_samples);
   if (parallel && sleeping) {

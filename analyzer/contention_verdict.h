@@ -21,8 +21,11 @@
 // a share below a threshold, so a lock whose critical section is shorter than the clock's step
 // still shows (its met calls take one step longer more often).  The same measure over the met
 // calls whose other thread was in an allocating call tells allocations that wait for each other
-// from allocations slowed by other threads' frees; per size class it tells whether the exclusion
-// is everywhere (one global lock) or confined to some classes (partial).
+// from allocations slowed by other threads' frees; over the met calls whose other thread ran
+// through its call (shorter than 10 µs) it leaves out the threads preempted or asleep inside a
+// call, which hold no lock a call could wait for (with more threads than CPUs they are most of
+// the met calls); per size class it tells whether the exclusion is everywhere (one global lock)
+// or confined to some classes (partial).
 //
 // This file computes numbers and enums only; contention_wording.h turns them into sentences.
 #pragma once
@@ -41,6 +44,7 @@ struct ExclusionCell {
   FineHistogram alone;           // no other thread inside
   FineHistogram met;             // another thread inside
   FineHistogram met_allocating;  // … of them, another thread inside a call that requests bytes
+  FineHistogram met_running;     // … another thread inside a call it ran through (shorter than 10 µs)
 };
 
 // Allocating calls (malloc, calloc, realloc, new, the aligned family) and freeing calls are
@@ -51,8 +55,9 @@ constexpr size_t kCallGroups = 2;
 class ExclusionTally {
  public:
   // `inside` other threads were inside at the call's start, `inside_allocating` of them in an
-  // allocating call.
-  void add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating, uint64_t duration);
+  // allocating call, `inside_running` in a call they ran through.
+  void add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating, uint32_t inside_running,
+           uint64_t duration);
   const std::vector<ExclusionCell>& cells(CallGroup group) const { return cells_[static_cast<size_t>(group)]; }
 
  private:
@@ -73,6 +78,7 @@ struct ExclusionMeasure {
   uint64_t met = 0, alone = 0;   // timed calls placed on the time line, of classes with a reference
   SlowerMeasure slower;          // every met call
   SlowerMeasure by_allocating;   // met calls whose other thread was in an allocating call
+  SlowerMeasure by_running;      // met calls whose other thread ran through its call (not preempted, not asleep)
   double contended_share = 0;    // of met calls, in classes that are clearly excluded (S_c - 3σ > 0.6)
   double uncontended_share = 0;  // … clearly not (S_c + 3σ < 0.53)
   uint32_t classes = 0;          // classes with enough calls to judge one by one

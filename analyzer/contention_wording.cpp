@@ -62,6 +62,13 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                    "bounds {:.2f}–{:.2f}",
                                    a.by_allocating.met, a.by_allocating.low(), a.by_allocating.high())});
     }
+    if (a.by_running.value) {
+      items.push_back({"met_slower_running", *a.by_running.value,
+                       fmt::format("the same for the calls that met another thread running through its call (one "
+                                   "shorter than 10 µs: not preempted or asleep inside it, as a lock's holder runs) "
+                                   "({} calls); bounds {:.2f}–{:.2f}",
+                                   a.by_running.met, a.by_running.low(), a.by_running.high())});
+    }
     items.push_back({"classes_excluded", a.contended_share,
                      "share of those calls in size classes where calls clearly wait for each other"});
     items.push_back({"classes_parallel", a.uncontended_share,

@@ -702,7 +702,8 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       if (it.inside >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
         const CallGroup group = releases(e.op) ? CallGroup::Freeing : CallGroup::Allocating;
         p2.exclusion.add(group, cls, static_cast<uint32_t>(it.inside),
-                         static_cast<uint32_t>(std::max(0, it.inside_allocating)), e.duration_ticks);
+                         static_cast<uint32_t>(std::max(0, it.inside_allocating)),
+                         static_cast<uint32_t>(std::max(0, it.inside_running)), e.duration_ticks);
       }
       if (it.inside >= 0) {
         ++acc.classified;

@@ -26,6 +26,7 @@ SweepConfig sweep_config_for(const format::Calibration& c, double tick_hz) {
     config.trim = std::min(config.window_len / 4, five_us);
   }
   config.horizon = static_cast<uint64_t>(std::llround(tick_hz * 0.6));
+  config.running_ticks = static_cast<uint64_t>(std::llround(tick_hz * 10e-6));
   config.max_pending = size_t{1} << 19;  // about 25 MB of buffered events
   return config;
 }
@@ -204,7 +205,8 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
     std::push_heap(heap_.begin(), heap_.end(), later_end);
 
     const bool allocating = allocates(item.event.op);
-    uint32_t others = 0, others_allocating = 0;
+    const bool short_call = item.event.duration_ticks < config_.running_ticks;
+    uint32_t others = 0, others_allocating = 0, others_running = 0;
     bool replaced = false;
     for (size_t i = 0; i < active_.size();) {
       if (active_[i].end <= start) {
@@ -214,19 +216,21 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
       }
       if (active_[i].thread == item.thread) {
         if (!replaced) {
-          active_[i] = Running{end, item.thread, allocating};  // a thread runs one call at a time: this one replaces it
+          active_[i] = Running{end, item.thread, allocating, short_call};  // one call at a time: this one replaces it
           replaced = true;
         }
       } else {
         ++others;
         others_allocating += active_[i].allocating;
+        others_running += active_[i].short_call;
       }
       ++i;
     }
-    if (!replaced) active_.push_back(Running{end, item.thread, allocating});
+    if (!replaced) active_.push_back(Running{end, item.thread, allocating, short_call});
     if (start >= lo && start < hi) {
       item.inside = static_cast<int32_t>(others);
       item.inside_allocating = static_cast<int32_t>(others_allocating);
+      item.inside_running = static_cast<int32_t>(others_running);
       ++totals_.classified;
     }
   }

@@ -19,7 +19,9 @@
 // Settling a window: its events are sorted by start.  Calls still running from earlier windows
 // (at most one per thread) are carried into it.  A call's `inside` is the number of other threads
 // with a call in progress at its start; `inside_allocating` counts those of them whose call
-// requests bytes (malloc, new, realloc, …: allocscope/ops.h allocates()).  It is known (>= 0) only for calls that start in the
+// requests bytes (malloc, new, realloc, …: allocscope/ops.h allocates()); `inside_running` those
+// whose call lasted less than `running_ticks` (10 µs): a thread that ran through its call, as a
+// lock's holder does, not one preempted or asleep inside it.  It is known (>= 0) only for calls that start in the
 // trusted part of the window, [window start + trim, window end): during the first `trim` ticks a
 // thread may not have noticed the window yet (the shim checks the clock only every few calls
 // outside windows), so another thread's call there could be invisible.  Calls that began before
@@ -52,6 +54,7 @@ struct SweepItem {
   uint32_t thread = 0;              // thread_serial
   int32_t inside = kUnknownInside;  // other threads inside at the call's start, or kUnknownInside
   int32_t inside_allocating = kUnknownInside;  // … of them, those inside a call that requests bytes
+  int32_t inside_running = kUnknownInside;     // … those inside a call shorter than running_ticks
   uint64_t contended_ticks = 0;     // of the call, trusted time with another thread inside too
 };
 
@@ -62,6 +65,7 @@ struct SweepConfig {
   uint64_t window_seed = 0;        // … drawn from this seed
   uint64_t trim = 0;               // untrusted ticks at the start of each window
   uint64_t horizon = 0;            // settle a window once the latest start is this far past it
+  uint64_t running_ticks = ~uint64_t{0};  // a call shorter than this ran to its end (not preempted, not asleep)
   size_t max_pending = size_t{1} << 20;
 
   // The first tick of window `window` (the period tick >> window_shift), as the shim placed it.
@@ -71,7 +75,7 @@ struct SweepConfig {
 };
 
 // The configuration for a profile's calibration: its windows' placement; trim = min(window/4,
-// 5 µs) with sampling, 0 when every call is timed; horizon = 0.6 s.
+// 5 µs) with sampling, 0 when every call is timed; horizon = 0.6 s; running_ticks = 10 µs.
 SweepConfig sweep_config_for(const format::Calibration& calibration, double tick_hz);
 
 constexpr unsigned kInsideLevels = 65;  // ticks_at[n] for n = 0..64, more folded into 64
@@ -128,6 +132,7 @@ class WindowSweep {
     uint64_t end;
     uint32_t thread;
     bool allocating;  // the call requests bytes (allocscope/ops.h allocates())
+    bool short_call;  // it lasted less than running_ticks
   };
   std::vector<Running> in_flight_;                        // calls still running past the window
   std::vector<Running> active_;                           // scratch: calls in progress

@@ -26,6 +26,7 @@ ExclusionCell cell(uint64_t alone, uint64_t a, uint64_t met, uint64_t m, double 
     c.met_allocating.add(m, ma - split(ma));
     c.met_allocating.add(m + 1, split(ma));
   }
+  c.met_running = c.met;  // every other thread ran through its call
   return c;
 }
 
@@ -162,6 +163,7 @@ TEST(ContentionVerdict, OneClassClearlySlowerAmongParallelOnesIsPartial) {
   slow.met.add(10, 1104);
   slow.met.add(11, 3496);
   slow.met_allocating = slow.met;
+  slow.met_running = slow.met;
   const ExclusionMeasure m = measure_exclusion({even, slow});
   ASSERT_LT(*m.slower.value + 3 * m.slower.se, 0.52);
   ASSERT_GE(m.contended_share, 0.10);
@@ -175,6 +177,17 @@ TEST(ContentionVerdict, NoTurnsAndMetCallsAsLongAsAloneOnesAreNone) {
   EXPECT_EQ(v.kind, ContentionKind::None);
   EXPECT_EQ(v.reason, ContentionReason::Parallel);
   EXPECT_GT(v.confidence, 0.5);
+}
+
+TEST(ContentionVerdict, MetCallsBesideRunningCallsSlowerDoubtNone) {
+  // More threads than CPUs: most met calls met a thread preempted inside its call (no wait, 0.5),
+  // the few that met a thread running through its call waited (a lock's holder runs).
+  ExclusionCell c = cell(5000, 10, 5000, 10);
+  c.met_running = FineHistogram();
+  c.met_running.add(11, 300);
+  const ContentionVerdict v = judge_contention(inputs({c}));
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::SlowerWithoutTurns);
 }
 
 TEST(ContentionVerdict, NoneNeedsEndsMeasured) {
