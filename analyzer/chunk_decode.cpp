@@ -329,6 +329,30 @@ ModulesRecord decode_modules(PayloadCursor& in) {
   return rec;
 }
 
+LockWaitsRecord decode_lock_waits(PayloadCursor& in) {
+  LockWaitsRecord rec;
+  const uint64_t at = in.offset();
+  rec.header = in.take<format::LockWaitsHeader>("LockWaitsHeader");
+  if (rec.header.count > in.remaining() / sizeof(format::LockWaitRow)) {
+    in.fail_at(at, fmt::format("LockWaits: {} rows cannot fit in the {} bytes that follow",
+                               rec.header.count, in.remaining()));
+  }
+  const uint64_t rows_at = in.offset();
+  rec.rows = in.take_array<format::LockWaitRow>(rec.header.count, "LockWaits rows");
+  for (size_t i = 0; i < rec.rows.size(); ++i) {
+    const auto& r = rec.rows[i];
+    const uint64_t row_at = rows_at + i * sizeof(format::LockWaitRow);
+    if (r.kind < static_cast<uint8_t>(format::LockKind::Mutex) || r.kind > static_cast<uint8_t>(format::LockKind::Unlock))
+      in.fail_at(row_at, fmt::format("lock wait row {}: unknown kind {}", i, r.kind));
+    if (r.max_ticks > r.wait_ticks)
+      in.fail_at(row_at, fmt::format("lock wait row {}: longest wait {} exceeds the total {}", i, r.max_ticks, r.wait_ticks));
+  }
+  if (rec.header.unlocks_timed > rec.header.unlocks)
+    in.fail_at(at, fmt::format("LockWaits: {} timed unlocks of {} in all", rec.header.unlocks_timed, rec.header.unlocks));
+  in.expect_end("LockWaits");
+  return rec;
+}
+
 }  // namespace
 
 ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, const std::string& file,
@@ -344,6 +368,7 @@ ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, co
     case ChunkType::TraceEvents: return decode_trace_events(in);
     case ChunkType::Stacks: return decode_stacks(in);
     case ChunkType::Modules: return decode_modules(in);
+    case ChunkType::LockWaits: return decode_lock_waits(in);
   }
   in.fail(fmt::format("cannot decode chunk {}", chunk_type_name(type)));
 }

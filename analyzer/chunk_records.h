@@ -79,9 +79,15 @@ struct ModulesRecord {
   std::vector<ModuleEntry> modules;
 };
 
+// One thread's contended lock waits per (lock, call site), cumulative (format.h LockWaits).
+struct LockWaitsRecord {
+  format::LockWaitsHeader header{};
+  std::vector<format::LockWaitRow> rows;
+};
+
 using ChunkBody = std::variant<ProcessRecord, format::Calibration, ThreadStatsRecord, EventsRecord,
                                format::ProcessEnd, NoteRecord, TraceEventsRecord, StacksRecord,
-                               ModulesRecord>;
+                               ModulesRecord, LockWaitsRecord>;
 
 struct Chunk {
   uint64_t offset = 0;  // file offset of the chunk header

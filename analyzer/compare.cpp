@@ -26,8 +26,8 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: allocscope compare [--allocators LIST] [--runs N] [--variant NAME=PROGRAM]...\n"
-    "                          [--sample N] [--json | --markdown | --html OUT [--force]] [-o DIR]\n"
-    "                          [--keep]\n"
+    "                          [--sample N] [--locks] [--json | --markdown | --html OUT [--force]]\n"
+    "                          [-o DIR] [--keep]\n"
     "                          [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD under each allocator, and PROGRAM ARGS... for each variant, N times each, interleaved,\n"
@@ -41,6 +41,9 @@ constexpr std::string_view kUsage =
     "                      installed is skipped with a note)\n"
     "  --runs N            runs per row (default 3)\n"
     "  --sample N          as record's --sample, in every row: short runs need a small N\n"
+    "  --locks             as record's --locks, in every row: adds the columns 'other locks' (the\n"
+    "                      program's own lock time, waits and unlocks, over thread time) and 'alloc+locks'\n"
+    "                      (the part of the gap that the allocator and those waits explain)\n"
     "                      for enough timed calls (default: the shim's)\n"
     "  --variant NAME=PROGRAM\n"
     "                      one more row: PROGRAM run with the same ARGS under its own malloc\n"
@@ -161,13 +164,14 @@ std::string status_text(int status) {
 }
 
 CompareRun run_once(const CompareRowSpec& row, unsigned round, const std::optional<uint32_t>& sample_every,
-                    const fs::path& dir) {
+                    bool locks, const fs::path& dir) {
   const std::string stem = fmt::format("{}.{}", file_stem(row.name), round + 1);
   RecordOptions record;
   record.output = dir / (stem + ".asp");
   if (row.allocator) record.allocator = row.allocator->string();
   record.program = row.program;
   record.sample_every = sample_every;
+  record.locks = locks;
   record.command = row.argv;
   record.command_output = dir / (stem + ".log");
   const RecordedRun recorded = record_program(record);
@@ -224,7 +228,7 @@ struct Stopped {
 // stop signal (^C reaches the workload; run_child forwards the others) or when one arrived between
 // two runs.
 void run_rounds(CompareResult& result, const std::vector<CompareRowSpec>& specs, unsigned runs,
-                const std::optional<uint32_t>& sample_every, const fs::path& dir) {
+                const std::optional<uint32_t>& sample_every, bool locks, const fs::path& dir) {
   for (const auto& spec : specs) {
     CompareRow row;
     row.spec = spec;
@@ -236,7 +240,7 @@ void run_rounds(CompareResult& result, const std::vector<CompareRowSpec>& specs,
       CompareRow& row = result.rows[index];
       if (g_stop_signal != 0) throw Stopped{g_stop_signal};
       progress.begin_step(fmt::format("{} (run {}/{})", row.spec.name, round + 1, runs));
-      CompareRun run = run_once(row.spec, round, sample_every, dir);
+      CompareRun run = run_once(row.spec, round, sample_every, locks, dir);
       progress.end_step(fmt::format("{} run {}/{}: {:.3f} s, max RSS {}, {}", row.spec.name, round + 1, runs,
                                     run.wall_ns / 1e9, format_bytes(static_cast<ByteCount>(run.maxrss_kb) * 1024),
                                     status_text(run.status)));
@@ -269,6 +273,7 @@ int compare_command(CommandArgs args) {
   result.command = options.command;
   result.runs_per_row = options.runs;
   result.sample_every = options.sample_every;
+  result.locks = options.locks;
 
   const std::vector<CompareRowSpec> specs = plan_rows(options, result.skipped);
   for (const auto& skipped : result.skipped) {
@@ -279,7 +284,7 @@ int compare_command(CommandArgs args) {
   StopSignals stop_signals;  // from here on, a stop signal ends the comparison with the directory removed
   OutputDirectory dir(options.output_dir, options.keep);
   try {
-    run_rounds(result, specs, options.runs, options.sample_every, dir.path());
+    run_rounds(result, specs, options.runs, options.sample_every, options.locks, dir.path());
   } catch (const Stopped& stopped) {
     size_t done = 0;
     for (const auto& row : result.rows) done += row.runs.size();

@@ -44,6 +44,7 @@ struct CompareOptions {
   std::vector<std::string> allocators;  // names or library paths; the baseline first
   unsigned runs = 3;
   std::optional<uint32_t> sample_every;  // --sample, as record's (every row the same)
+  bool locks = false;                    // --locks: record's, and the other-lock columns
   std::vector<CompareVariant> variants;
   CompareFormat format = CompareFormat::Text;
   std::optional<std::filesystem::path> output_dir;  // -o
@@ -114,6 +115,11 @@ struct CompareRow {
   std::optional<double> wall_coverage;     // … wall time
   std::optional<double> thread_gap_share;  // measured thread-time gap over the baseline's thread time
   std::string coverage_reason;             // why coverage is missing
+  // With --locks (lock_report.h, diff.h): the program's own contended lock waits over thread time,
+  // the lock with the most wait, and the part of the gap that the allocator and those locks explain.
+  std::optional<double> lock_share;
+  std::string top_lock;
+  std::optional<double> explained;
 };
 
 struct SkippedAllocator {
@@ -125,6 +131,7 @@ struct CompareResult {
   std::vector<std::string> command;
   unsigned runs_per_row = 0;
   std::optional<uint32_t> sample_every;    // as given; none: the shim's default
+  bool locks = false;                      // --locks: every row recorded the program's lock waits
   std::vector<CompareRow> rows;            // the baseline first
   std::vector<SkippedAllocator> skipped;
   std::vector<std::string> notes;          // failing runs and the like, one line each

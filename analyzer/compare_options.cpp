@@ -90,6 +90,8 @@ std::optional<CompareOptions> parse_compare_options(CommandArgs args) {
       options.runs = parse_runs(value);
     } else if (take_option_value("compare", args, i, "--sample", "", value)) {
       options.sample_every = parse_sample_rate("compare", "--sample", value);
+    } else if (arg == "--locks") {
+      options.locks = true;
     } else if (take_option_value("compare", args, i, "--variant", "", value)) {
       options.variants.push_back(parse_variant(value));
     } else if (take_option_value("compare", args, i, "--output", "-o", value)) {

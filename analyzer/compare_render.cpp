@@ -49,8 +49,8 @@ std::string row_label(const CompareRow& row) { return row.spec.variant ? row.spe
 
 std::string runs_cell(const CompareRow& row) { return fmt::format("{}/{}", row.ok_runs, row.runs.size()); }
 
-// The cells of one row, in the order of kColumns; the costliest classes last, when asked for.
-std::vector<std::string> cells(const CompareRow& row, bool first, bool with_classes) {
+// The cells of one row, in the order of columns(); the costliest classes last, when asked for.
+std::vector<std::string> cells(const CompareRow& row, bool first, bool with_classes, bool locks) {
   std::vector<std::string> cells = {row_label(row),
                                     fmt::format("{:.3f} s", row.wall_ns / 1e9),
                                     first ? "-" : signed_percent(row.delta_pct),
@@ -58,15 +58,22 @@ std::vector<std::string> cells(const CompareRow& row, bool first, bool with_clas
                                     opt_percent(row.allocator_share) + (row.allocator_unsure ? " unsure" : ""),
                                     opt_percent(row.wait_share),
                                     row.contention ? contention_kind_name(row.contention->kind) : "-",
-                                    coverage_cell(row, first),
-                                    runs_cell(row)};
+                                    coverage_cell(row, first)};
+  if (locks) {  // --locks: the program's own locks, and the gap they and the allocator explain
+    cells.push_back(opt_percent(row.lock_share));
+    cells.push_back(first ? "baseline" : row.explained ? fmt::format("{:.0f} %", 100 * *row.explained) : "-");
+  }
+  cells.push_back(runs_cell(row));
   if (with_classes) cells.push_back(classes_cell(row));
   return cells;
 }
 
-const std::vector<std::string> kColumns = {"row",     "wall",       "Δ wall",   "max RSS", "allocator", "waiting",
-                                           "contention", "coverage", "ok",     "costliest classes"};
-const size_t kClassesColumn = kColumns.size() - 1;
+std::vector<std::string> columns(bool locks) {
+  std::vector<std::string> c = {"row", "wall", "Δ wall", "max RSS", "allocator", "waiting", "contention", "coverage"};
+  if (locks) c.insert(c.end(), {"other locks", "alloc+locks"});
+  c.insert(c.end(), {"ok", "costliest classes"});
+  return c;
+}
 
 // The footnote: how the numbers were measured, and what each attribution column means.
 std::string footnote(const CompareResult& r) {
@@ -77,10 +84,13 @@ std::string footnote(const CompareResult& r) {
       "order); wall (fork to exit) and max RSS (wait4) are medians of the runs that exited 0. Δ wall is against "
       "{}.{} allocator: estimated time inside the allocator over the threads' time; waiting: its blocked share; "
       "costliest classes: share of allocator time; coverage: the part of the thread-time gap to {} that the "
-      "allocator explains (allocscope diff of the median runs; none when the gap is under 2 % of thread time).",
+      "allocator explains (allocscope diff of the median runs; none when the gap is under 2 % of thread time){}.",
       r.runs_per_row, r.runs_per_row == 1 ? "run" : "runs", baseline,
       r.sample_every ? fmt::format(" The shim timed calls with --sample {} in every row.", *r.sample_every) : "",
-      baseline);
+      baseline,
+      r.locks ? "; other locks: the program's own lock time (contended waits and unlocks) over the threads' time (record --locks); "
+                "alloc+locks: the part of the gap that the allocator and those waits explain together"
+              : "");
 }
 
 std::vector<std::string> all_notes(const CompareResult& r) {
@@ -117,14 +127,15 @@ std::optional<double> rounded(const std::optional<double>& value, double scale) 
 std::string compare_text(const CompareResult& r) {
   std::string out = fmt::format("allocscope compare: {}\n\n", command_line(r.command));
   // The costliest classes have long names: in text they get a table of their own.
-  std::vector<TextTable::Column> columns;
-  for (size_t i = 0; i < kClassesColumn; ++i) {
-    columns.push_back({kColumns[i], i == 0 ? TextTable::Align::Left : TextTable::Align::Right});
+  const std::vector<std::string> names = columns(r.locks);
+  std::vector<TextTable::Column> text_columns;
+  for (size_t i = 0; i + 1 < names.size(); ++i) {  // all but the costliest classes
+    text_columns.push_back({names[i], i == 0 ? TextTable::Align::Left : TextTable::Align::Right});
   }
-  TextTable table(columns);
+  TextTable table(text_columns);
   TextTable classes({{"", TextTable::Align::Left}, {"", TextTable::Align::Left}});
   for (size_t i = 0; i < r.rows.size(); ++i) {
-    table.add_row(cells(r.rows[i], i == 0, false));
+    table.add_row(cells(r.rows[i], i == 0, false, r.locks));
     classes.add_row({row_label(r.rows[i]), classes_cell(r.rows[i])});
   }
   out += table.render();
@@ -144,14 +155,15 @@ std::string compare_text(const CompareResult& r) {
 std::string compare_markdown(const CompareResult& r) {
   std::string out = fmt::format("allocscope compare: `{}`\n\n", command_line(r.command));
   std::string header = "|", rule = "|";
-  for (size_t i = 0; i < kColumns.size(); ++i) {
-    header += " " + kColumns[i] + " |";
-    rule += i == 0 || i + 1 == kColumns.size() ? " --- |" : " ---: |";
+  const std::vector<std::string> names = columns(r.locks);
+  for (size_t i = 0; i < names.size(); ++i) {
+    header += " " + names[i] + " |";
+    rule += i == 0 || i + 1 == names.size() ? " --- |" : " ---: |";
   }
   out += header + "\n" + rule + "\n";
   for (size_t i = 0; i < r.rows.size(); ++i) {
     std::string line = "|";
-    for (const auto& cell : cells(r.rows[i], i == 0, true)) line += " " + markdown_cell(cell) + " |";
+    for (const auto& cell : cells(r.rows[i], i == 0, true, r.locks)) line += " " + markdown_cell(cell) + " |";
     out += line + "\n";
   }
   const auto notes = all_notes(r);
@@ -173,6 +185,7 @@ std::string compare_json(const CompareResult& r) {
   w.end_array();
   w.field("runs_per_row", r.runs_per_row);
   w.field("sample_every", r.sample_every);
+  w.field("locks", r.locks);
   w.field("baseline", r.rows.empty() ? std::optional<std::string>() : r.rows.front().spec.name);
   w.key("rows").begin_array();
   for (size_t i = 0; i < r.rows.size(); ++i) {
@@ -211,6 +224,10 @@ std::string compare_json(const CompareResult& r) {
     w.field("wall_coverage", rounded(row.wall_coverage, 1e4));
     w.field("thread_gap_share", rounded(row.thread_gap_share, 1e4));
     w.field("coverage_reason", row.coverage_reason.empty() ? std::optional<std::string>() : row.coverage_reason);
+    if (r.locks) {
+      w.field("lock_share", rounded(row.lock_share, 1e4)).field("top_lock", row.top_lock);
+      w.field("explained", rounded(row.explained, 1e4));
+    }
     w.field("ok_runs", row.ok_runs);
     w.key("exit_statuses").begin_array();
     for (const auto& run : row.runs) w.value(run.status);
@@ -302,8 +319,8 @@ std::string compare_html(const CompareResult& r) {
                "as that fraction of the bar.",
                compare_bars_html(bars));
 
-  std::vector<std::vector<std::string>> table{kColumns};
-  for (size_t i = 0; i < r.rows.size(); ++i) table.push_back(cells(r.rows[i], i == 0, true));
+  std::vector<std::vector<std::string>> table{columns(r.locks)};
+  for (size_t i = 0; i < r.rows.size(); ++i) table.push_back(cells(r.rows[i], i == 0, true, r.locks));
   page.section("The table", footnote(r), html_table(table, true));
 
   const auto notes = all_notes(r);

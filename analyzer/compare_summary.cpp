@@ -81,6 +81,10 @@ void analyze(CompareRow& row) {
     row.wait_share = report.contention.wait_share;
     if (report.allocator_time_ns > 0) row.slow_share = report.split.slow_ns / report.allocator_time_ns;
     row.contention = report.contention.verdict;
+    if (report.locks.recorded) {
+      row.lock_share = report.locks.time_share;
+      if (!report.locks.locks.empty()) row.top_lock = report.locks.locks.front().name();
+    }
     if (report.thread_time_ns > 0) row.allocator_error_share = report.allocator_error_ns / report.thread_time_ns;
     row.allocator_unsure = report.allocator_unsure;
     std::vector<const ClassRow*> classes;
@@ -121,6 +125,7 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
     const DiffReport diff = diff_profiles(*base_profile, *profile);
     row.coverage = diff.coverage;
     row.wall_coverage = diff.wall_coverage;
+    row.explained = diff.explained;
     if (diff.base.thread_time_ns > 0) row.thread_gap_share = diff.measured_delta_ns / diff.base.thread_time_ns;
     if (!row.coverage) row.coverage_reason = "the two median runs take the same thread time within 2 %: no gap to attribute";
   } catch (const std::exception& error) {

@@ -1456,6 +1456,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   }
   r.timeline = timeline.finish();
   r.model = std::move(notes);
+  std::map<uint32_t, double> lifetimes;
+  for (const auto& t : r.threads_rows) lifetimes[t.serial] = t.lifetime_ns;
+  r.locks = analyze_locks(profile, r.thread_time_ns, lifetimes);
   r.verdict = make_verdict(r);
   return r;
 }

@@ -26,6 +26,7 @@
 #include "allocscope/format.h"
 #include "allocscope/ops.h"
 #include "contention_verdict.h"
+#include "lock_report.h"
 #include "stats.h"
 #include "timeline.h"
 
@@ -197,6 +198,7 @@ struct CostReport {
   Timeline timeline;
   ModelNotes model;
   Verdict verdict;
+  LockReport locks;                  // the program's own lock waits (record --locks): lock_report.h
 };
 
 // The profile's Calibration chunk (written before any event), or nothing; errors are thrown as

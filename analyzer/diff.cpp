@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "html_page.h"
@@ -160,6 +161,22 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   }
   s.contention = r.contention.verdict;
   s.wait_share = r.contention.wait_share;
+  s.locks_recorded = r.locks.recorded;
+  const bool all_threads = s.thread_time_ns == r.thread_time_ns;
+  std::set<uint32_t> counted;
+  for (const auto& t : r.threads_rows) {
+    if (all_threads || static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls)) counted.insert(t.serial);
+  }
+  for (const auto& [serial, ns] : r.locks.wait_ns_by_thread)
+    if (counted.count(serial)) s.lock_wait_ns += ns;
+  for (const auto& [serial, ns] : r.locks.time_ns_by_thread)
+    if (counted.count(serial)) s.lock_time_ns += ns;
+  for (const auto& [serial, ns] : r.locks.cond_wait_ns_by_thread)
+    if (counted.count(serial)) s.cond_wait_ns += ns;
+  if (!r.locks.locks.empty()) {
+    s.top_lock = r.locks.locks.front().name();
+    s.top_lock_wait_ns = r.locks.locks.front().wait_ns;
+  }
   return s;
 }
 
@@ -225,6 +242,18 @@ bool same_thread_time(const DiffReport& d) {
   return base_time > 0 && std::fabs(d.measured_delta_ns) < 0.02 * base_time;
 }
 
+// With both runs recorded with --locks and a gap to share: what the program's own locks take of it.
+std::string lock_sentence(const DiffReport& d) {
+  if (!d.locks || !d.locks_share) return "";
+  const RunSide& worse = d.locks_delta_ns >= 0 ? d.other : d.base;
+  std::string text = fmt::format(" The program's own locks (outside the allocator) account for {} ({})",
+                                 pct(*d.locks_share), signed_dur(d.locks_delta_ns));
+  if (!worse.top_lock.empty())
+    text += fmt::format(", most of all {} on {} ({} of waiting)", worse.top_lock, &worse == &d.other ? "OTHER" : "BASE",
+                        format_duration_ns(worse.top_lock_wait_ns));
+  return text + fmt::format("; allocator and locks together explain {}.", d.explained ? pct(*d.explained) : "-");
+}
+
 std::string make_verdict(const DiffReport& d) {
   if (d.work.calls_base == 0 || d.work.calls_other == 0) return d.work.reason;
   const std::string work = d.work.per_call ? d.work.reason + " " : "";
@@ -261,13 +290,14 @@ std::string make_verdict(const DiffReport& d) {
                           group_digits(d.base.involuntary_switches), group_digits(d.other.involuntary_switches));
     }
     return text + fmt::format(". Inside allocator calls: {} ± {}.", signed_dur(d.calls_delta_ns),
-                              format_duration_ns(d.calls_error_ns));
+                              format_duration_ns(d.calls_error_ns)) + lock_sentence(d);
   }
   if (!d.coverage) return text + ".";
   if (d.attributed_unsure) {
     return text + fmt::format(". The allocator's part is unsure ({} ± {}: a bound over half of it); no share of the "
                               "gap is claimed. Record longer, or time more calls with a smaller --sample.",
-                              signed_dur(d.attributed_delta_ns), format_duration_ns(d.calls_error_ns));
+                              signed_dur(d.attributed_delta_ns), format_duration_ns(d.calls_error_ns)) +
+           lock_sentence(d);
   }
   const double c = *d.coverage;
   text += fmt::format("; the allocator accounts for {} of it ({}", pct(c), signed_dur(d.attributed_delta_ns));
@@ -294,7 +324,7 @@ std::string make_verdict(const DiffReport& d) {
   } else if (c > 1.2) {
     text += " The allocator's change exceeds the measured gap: something else got faster.";
   }
-  return text;
+  return text + lock_sentence(d);
 }
 
 // Splits the difference over the shapes of two traces, or says why it cannot.
@@ -397,6 +427,18 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   const bool comparable = d.work.calls_base > 0 && d.work.calls_other > 0;
   const bool gap = !same_thread_time(d);
   if (comparable && gap && std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
+  // The program's own locks, scaled like the rest of BASE; their shares of the gap only where
+  // coverage is (a share of a gap that is noise means nothing).
+  d.locks = d.base.locks_recorded && d.other.locks_recorded;
+  if (d.locks) {
+    d.locks_delta_ns = d.other.lock_time_ns - k * d.base.lock_time_ns;
+    d.cond_delta_ns = d.other.cond_wait_ns - k * d.base.cond_wait_ns;
+    d.rest_delta_ns = d.measured_delta_ns - d.attributed_delta_ns - d.locks_delta_ns - d.cond_delta_ns;
+    if (d.coverage) {
+      d.locks_share = d.locks_delta_ns / d.measured_delta_ns;
+      d.explained = (d.attributed_delta_ns + d.locks_delta_ns) / d.measured_delta_ns;
+    }
+  }
   if (comparable && d.base.wall_ns && d.other.wall_ns) {
     d.wall_measured_delta_ns = *d.other.wall_ns - k * *d.base.wall_ns;
     const auto wb = wall_equivalent(d.base, d.base.allocator_time_ns + d.base.outside_fault_ns);
@@ -473,6 +515,21 @@ std::vector<std::vector<std::string>> diff_totals(const DiffReport& d) {
                      format_duration_ns(d.other.outside_off_cpu_ns), signed_dur(d.unattributed_off_cpu_ns)});
   totals.push_back({"coverage (thread time)", "", "", d.coverage ? pct(*d.coverage) : "-"});
   totals.push_back({"coverage (wall time)", "", "", d.wall_coverage ? pct(*d.wall_coverage) : "-"});
+  if (d.locks) {  // both runs recorded with --locks: the program's own locks, then the rest
+    const double k = d.work.per_call ? d.work.ratio : 1.0;
+    const double base_unlock_ns = d.base.lock_time_ns - d.base.lock_wait_ns;
+    const double other_unlock_ns = d.other.lock_time_ns - d.other.lock_wait_ns;
+    totals.push_back({"other locks (waits + unlocks)", format_duration_ns(d.base.lock_time_ns),
+                      format_duration_ns(d.other.lock_time_ns), signed_dur(d.locks_delta_ns)});
+    totals.push_back({"  contended waits", format_duration_ns(d.base.lock_wait_ns), format_duration_ns(d.other.lock_wait_ns),
+                      signed_dur(d.other.lock_wait_ns - k * d.base.lock_wait_ns)});
+    totals.push_back({"  unlocks (sampled, est.)", format_duration_ns(base_unlock_ns), format_duration_ns(other_unlock_ns),
+                      signed_dur(other_unlock_ns - k * base_unlock_ns)});
+    totals.push_back({"condition waits (idle)", format_duration_ns(d.base.cond_wait_ns),
+                      format_duration_ns(d.other.cond_wait_ns), signed_dur(d.cond_delta_ns)});
+    totals.push_back({"rest (none of the above)", "", "", signed_dur(d.rest_delta_ns)});
+    totals.push_back({"allocator + other locks", "", "", d.explained ? pct(*d.explained) : "-"});
+  }
   totals.push_back({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
   totals.push_back({"waiting share of allocator time", pct(d.base.wait_share), pct(d.other.wait_share), ""});
   return totals;
@@ -584,6 +641,9 @@ std::string diff_json(const DiffReport& d) {
     }
     w.end_array();
     w.field("wait_share", json_fraction(s.wait_share));
+    w.field("locks_recorded", s.locks_recorded).field("lock_wait_ns", json_ns(s.lock_wait_ns));
+    w.field("lock_time_ns", json_ns(s.lock_time_ns)).field("cond_wait_ns", json_ns(s.cond_wait_ns));
+    w.field("top_lock", s.top_lock).field("top_lock_wait_ns", json_ns(s.top_lock_wait_ns));
     w.key("contention").begin_object();
     write_contention_verdict(w, s.contention);
     w.end_object();
@@ -606,6 +666,16 @@ std::string diff_json(const DiffReport& d) {
   w.field("unattributed_ns", json_ns(d.unattributed_ns));
   w.field("unattributed_on_cpu_ns", json_ns(d.unattributed_on_cpu_ns));
   w.field("unattributed_off_cpu_ns", json_ns(d.unattributed_off_cpu_ns));
+  w.key("locks");
+  if (d.locks) {
+    w.begin_object();
+    w.field("delta_ns", json_ns(d.locks_delta_ns)).field("share", json_fraction(d.locks_share));
+    w.field("cond_delta_ns", json_ns(d.cond_delta_ns));
+    w.field("rest_delta_ns", json_ns(d.rest_delta_ns)).field("explained", json_fraction(d.explained));
+    w.end_object();
+  } else {
+    w.null();
+  }
   w.field("fast_delta_ns", json_ns(d.split_delta.fast_ns)).field("slow_delta_ns", json_ns(d.split_delta.slow_ns));
   w.field("wait_delta_ns", json_ns(d.split_delta.wait_ns));
   w.key("wall").begin_object();

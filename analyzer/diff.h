@@ -74,6 +74,13 @@ struct RunSide {
   std::vector<ThreadSide> threads;
   ContentionVerdict contention;          // the side's contention verdict (contention_verdict.h)
   double wait_share = 0;
+  // The program's own locks (record --locks; lock_report.h), over the same threads as
+  // thread_time_ns: contended mutex and rwlock waits, and condition waits.
+  bool locks_recorded = false;
+  double lock_wait_ns = 0, cond_wait_ns = 0;
+  double lock_time_ns = 0;               // lock wait + unlock (estimated): the locks' cost
+  std::string top_lock;                  // the lock with the most lock time, by call site ("" if none)
+  double top_lock_wait_ns = 0;
 };
 
 // Whether the two runs did the same work, judged by their allocator calls (docs/analysis.md,
@@ -102,6 +109,14 @@ struct DiffReport {
   double attributed_delta_ns = 0;        // calls + faults
   bool attributed_unsure = false;        // the calls' bound exceeds half their difference
   std::optional<double> coverage;        // attributed / measured (thread time)
+  // With both sides recorded with --locks, the rest of the gap: the program's own locks (their
+  // lock time: contended waits and unlocks), its condition waits (idle by design), and what
+  // none of these explains.
+  bool locks = false;
+  double locks_delta_ns = 0, cond_delta_ns = 0;
+  double rest_delta_ns = 0;              // measured - attributed - locks - cond
+  std::optional<double> locks_share;     // locks_delta / measured
+  std::optional<double> explained;       // (attributed + locks_delta) / measured
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
   std::string verdict;
   std::string verdict_dominant;          // the largest part of the allocator's change in the gap's

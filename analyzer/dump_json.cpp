@@ -19,7 +19,7 @@
 //  "snapshots": {"incomplete","stale"}, "skipped_chunks", "notes": [],
 //  "trace": {"records","chunks","by_thread":[{"serial","records","chunks"}]},
 //  "stacks": {"distinct","ids"}, "modules": [{"path","load_bias","start","end"}]}
-// The calibration also says "trace" and "stacks" (mode_flags), "stack_every", "stack_slow_ticks",
+// The calibration also says "trace", "stacks" and "locks" (mode_flags), "stack_every", "stack_slow_ticks",
 // and where the timing windows fall: "window_phase" (kModeWindowPhase: at an offset per period
 // drawn from "window_seed"; false: at the start of each period), and "cxx_operators"
 // (kModeCxxOperators: the shim counted the C++ operators as new, new[], delete, delete[]).
@@ -114,6 +114,7 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   w.field("stack_every", c.stack_every).field("stack_slow_ticks", c.stack_slow_ticks);
   w.field("window_phase", (c.mode_flags & format::kModeWindowPhase) != 0).field("window_seed", c.window_seed);
   w.field("cxx_operators", (c.mode_flags & format::kModeCxxOperators) != 0);
+  w.field("locks", (c.mode_flags & format::kModeLocks) != 0);
   w.end_object();
 }
 

@@ -227,7 +227,7 @@ std::string events_section(const Profile& p) {
 
 // Trace mode and call stacks: only when the profile has them.
 std::string trace_section(const Profile& p) {
-  if (p.trace_chunks.empty() && p.stacks.empty() && p.modules.empty()) return "";
+  if (p.trace_chunks.empty() && p.stacks.empty() && p.modules.empty() && p.lock_waits.empty()) return "";
   FieldList fields;
   uint64_t chunks = 0;
   for (const auto& [serial, refs] : p.trace_chunks) chunks += refs.size();
@@ -239,6 +239,15 @@ std::string trace_section(const Profile& p) {
   }
   fields.add("stacks", fmt::format("{} distinct ({} ids)", group_digits(p.stacks.stacks().size()),
                                    group_digits(p.stacks.ids())));
+  if (!p.lock_waits.empty()) {
+    uint64_t rows = 0, waits = 0;
+    for (const auto& [serial, rec] : p.lock_waits) {
+      rows += rec.rows.size();
+      for (const auto& row : rec.rows) waits += row.waits;
+    }
+    fields.add("lock waits", fmt::format("{} in {} (lock, call site) rows of {} threads", group_digits(waits),
+                                         group_digits(rows), p.lock_waits.size()));
+  }
   fields.add("modules", group_digits(p.modules.modules().size()));
   for (const auto& m : p.modules.modules()) {
     fields.add("", fmt::format("{:#x}-{:#x}  {}", m.start, m.end, m.path.empty() ? "(unnamed)" : printable(m.path)));

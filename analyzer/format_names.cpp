@@ -17,13 +17,14 @@ std::string chunk_type_name(uint16_t type) {
     case ChunkType::TraceEvents: return "TraceEvents";
     case ChunkType::Stacks: return "Stacks";
     case ChunkType::Modules: return "Modules";
+    case ChunkType::LockWaits: return "LockWaits";
   }
   return fmt::format("type {}", type);
 }
 
 bool is_known_chunk_type(uint16_t type) {
   return type >= static_cast<uint16_t>(ChunkType::Process) &&
-         type <= static_cast<uint16_t>(ChunkType::Modules);
+         type <= static_cast<uint16_t>(ChunkType::LockWaits);
 }
 
 std::string libc_name(uint8_t libc) {

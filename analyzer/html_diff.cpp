@@ -32,8 +32,19 @@ const char* kUnexplainedTip =
 void close_waterfall(Waterfall& w, const DiffReport& d) {
   w.steps.push_back({"attributed to the allocator", d.attributed_delta_ns, "total-bar", true, d.calls_error_ns,
                      "allocator calls and page faults outside them; ± the sampling error of the calls"});
-  w.steps.push_back({"not attributed (outside allocator calls)", d.measured_delta_ns - d.attributed_delta_ns, "rest", false,
-                     std::nullopt, kUnexplainedTip});
+  if (d.locks) {
+    // Record --locks on both sides: the program's own locks are the next steps, then the rest.
+    w.steps.push_back({"other locks (waits + unlocks)", d.locks_delta_ns, "", false, std::nullopt,
+                       "the program's own mutexes and rwlocks, outside the allocator: contended waits and "
+                       "unlocks (sampled)"});
+    w.steps.push_back({"condition waits (idle)", d.cond_delta_ns, "", false, std::nullopt,
+                       "pthread_cond_wait: waiting for work or a signal by design"});
+    w.steps.push_back({"not attributed (none of the above)", d.rest_delta_ns, "rest", false, std::nullopt,
+                       kUnexplainedTip});
+  } else {
+    w.steps.push_back({"not attributed (outside allocator calls)", d.measured_delta_ns - d.attributed_delta_ns, "rest",
+                       false, std::nullopt, kUnexplainedTip});
+  }
   w.steps.push_back({"measured difference (thread time)", d.measured_delta_ns, "total-bar", true, std::nullopt,
                      "OTHER − BASE, lifetimes of the threads with 1 % of the calls or more"});
 }

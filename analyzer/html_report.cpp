@@ -149,6 +149,39 @@ void add_threads(HtmlPage& page, const CostReport& r) {
                (rows.empty() ? std::string() : stacked_bars_svg(bars)) + html_table(inside));
 }
 
+// The program's own contended locks (record --locks): totals, then the top locks by wait.
+void add_locks(HtmlPage& page, const CostReport& r) {
+  const LockReport& l = r.locks;
+  if (!l.recorded) return;
+  const std::string summary = fmt::format(
+      "Contended waits on the program's own mutexes and rwlocks: {} in {} waits, {} of thread time; unlocking "
+      "(sampled, estimated): {}; lock time {}, {} of thread time. Condition waits (waiting for work by design, "
+      "not contention): {} in {} waits. The allocator's own locks are not in these figures.",
+      format_duration_ns(l.wait_ns), group_digits(l.waits), pct(l.share), format_duration_ns(l.unlock_ns),
+      format_duration_ns(l.time_ns), pct(l.time_share), format_duration_ns(l.cond_wait_ns), group_digits(l.cond_waits));
+  std::vector<std::vector<std::string>> rows{{"lock", "kind", "waits", "wait", "share of thread time", "longest",
+                                              "threads", "call site"}};
+  auto add = [&](const LockRow& row) {
+    for (size_t i = 0; i < row.sites.size(); ++i) {
+      const LockSite& s = row.sites[i];
+      std::string chain;
+      for (size_t k = 0; k < s.chain.size(); ++k) chain += (k ? " ← " : "") + s.chain[k];
+      if (!s.location.empty()) chain += " (" + s.location + ")";
+      if (i == 0) {
+        rows.push_back({fmt::format("{:#x}", row.address), row.kind, group_digits(row.waits),
+                        format_duration_ns(row.wait_ns), pct(row.share), format_duration_ns(row.max_ns),
+                        std::to_string(row.threads), chain});
+      } else {
+        rows.push_back({"", "", group_digits(s.waits), format_duration_ns(s.wait_ns), "", format_duration_ns(s.max_ns),
+                        "", chain});
+      }
+    }
+  };
+  for (const LockRow& row : l.locks) add(row);
+  for (const LockRow& row : l.conditions) add(row);
+  page.section("Locks outside the allocator", summary, rows.size() > 1 ? html_table(rows) : "");
+}
+
 void add_notes(HtmlPage& page, const CostReport& r) {
   const ModelNotes& m = r.model;
   std::string html = "<ul>";
@@ -181,6 +214,7 @@ std::string report_html(const CostReport& r) {
   add_histograms(page, r);
   add_timeline_sections(page, r, "");
   add_threads(page, r);
+  add_locks(page, r);
   add_notes(page, r);
   return page.finish();
 }

@@ -136,6 +136,11 @@ class ProfileBuilder {
     for (const StackEntry& entry : stacks.stacks) profile_.stacks.add(stacks.header.thread_serial, entry);
   }
 
+  void apply(const LockWaitsRecord& locks) {
+    auto [it, inserted] = profile_.lock_waits.try_emplace(locks.header.thread_serial, locks);
+    if (!inserted && locks.header.seq >= it->second.header.seq) it->second = locks;
+  }
+
   void apply(const ModulesRecord& modules) {
     for (const ModuleEntry& entry : modules.modules) profile_.modules.add(entry);
   }

@@ -61,6 +61,9 @@ struct Profile {
   std::map<uint32_t, std::vector<TraceChunkRef>> trace_chunks;
   uint64_t trace_records_read = 0;
   StackTable stacks;   // Stacks chunks
+  // LockWaits chunks (record --locks): per thread_serial the one with the highest seq (the rows
+  // are cumulative); the last in file order among equal seqs.
+  std::map<uint32_t, LockWaitsRecord> lock_waits;
   ModuleMap modules;   // Modules chunks
 
   TickClock clock;  // ticks -> ns for this profile
@@ -69,6 +72,8 @@ struct Profile {
   bool complete() const { return end.has_value(); }
   // The shim ran in trace mode (Calibration::mode_flags), or the file holds trace records.
   bool trace_mode() const;
+  // The shim traced the program's lock waits (Calibration::mode_flags kModeLocks).
+  bool lock_mode() const { return (mode_flags() & format::kModeLocks) != 0; }
   uint64_t mode_flags() const { return calibration ? calibration->mode_flags : 0; }
   uint64_t ticks_to_ns(uint64_t ticks) const { return clock.to_ns(ticks); }
 

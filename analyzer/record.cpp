@@ -24,7 +24,7 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: allocscope record [-o FILE [--force]] [--allocator NAME|PATH] [--sample N] [--trace]\n"
-    "                         [--stacks[=N]] [--] CMD [ARGS...]\n"
+    "                         [--stacks[=N]] [--locks] [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the allocscope shim preloaded and writes its allocator profile.\n"
     "\n"
@@ -40,6 +40,8 @@ constexpr std::string_view kUsage =
     "                      durations of the timed ones (every call's with --sample 1)\n"
     "  --stacks[=N]        record the call stack of 1 timed call in N (default 64) and of\n"
     "                      every unusually slow call\n"
+    "  --locks             also record the program's own contended pthread lock waits (mutexes,\n"
+    "                      rwlocks, condition variables) per lock and call site\n"
     "  -h, --help          this help\n"
     "\n"
     "Exit status: CMD's (128+N if a signal N killed it, 127 if it could not be run);\n"
@@ -144,6 +146,7 @@ std::vector<std::string> shim_settings(const RecordOptions& options) {
   if (options.sample_every) settings.push_back(fmt::format("ALLOCSCOPE_SAMPLE={}", *options.sample_every));
   if (options.trace) settings.push_back("ALLOCSCOPE_TRACE=1");
   if (options.stacks_every) settings.push_back(fmt::format("ALLOCSCOPE_STACKS={}", *options.stacks_every));
+  if (options.locks) settings.push_back("ALLOCSCOPE_LOCKS=1");
   return settings;
 }
 
@@ -271,6 +274,8 @@ std::optional<RecordOptions> parse_record_options(CommandArgs args) {
       options.force = true;
     } else if (arg == "--trace") {
       options.trace = true;
+    } else if (arg == "--locks") {
+      options.locks = true;
     } else if (arg == "--stacks") {
       options.stacks_every = 64;
     } else if (arg.starts_with("--stacks=")) {

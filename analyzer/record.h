@@ -1,5 +1,5 @@
 // record.h — `allocscope record [-o FILE] [--allocator NAME|PATH] [--sample N] [--trace]
-//             [--stacks[=N]] [--] CMD ARGS…`
+//             [--stacks[=N]] [--locks] [--] CMD ARGS…`
 //
 // Runs CMD with the shim preloaded (LD_PRELOAD=<shim>[:<allocator>][:<previous LD_PRELOAD>]) and
 // tells the shim where to write: ALLOCSCOPE_OUTPUT=<file>, ALLOCSCOPE_ROOT_PID=<CMD's pid>.  The
@@ -31,6 +31,7 @@ struct RecordOptions {
   std::optional<uint32_t> sample_every;         // --sample (0: count only, time nothing)
   bool trace = false;                           // --trace: every call
   std::optional<uint32_t> stacks_every;         // --stacks[=N]: a stack on 1 timed call in N
+  bool locks = false;                           // --locks: the program's contended lock waits
   std::vector<std::string> command;             // CMD ARGS…
   std::optional<std::filesystem::path> program; // what to execute for CMD (default: CMD looked up in PATH)
   std::optional<std::filesystem::path> command_output;  // CMD's stdout and stderr go here (not a

@@ -166,6 +166,8 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   r.contention.serialization_index ? w.value(ratio(*r.contention.serialization_index)) : w.null();
   w.key("verdict").begin_object().field("dominant", r.verdict.dominant).field("text", r.verdict.text).end_object();
   write_contention(w, r);
+  w.key("locks");
+  write_lock_report_json(w, r.locks);
   w.key("classes").begin_array();
   for (const ClassRow& c : r.classes) write_class(w, c);
   w.end_array();

@@ -272,6 +272,7 @@ std::string report_text(const CostReport& r, const ReportDetails& details) {
     out += classes_section(r);
   }
   out += contention_section(r);
+  if (r.locks.recorded) out += section("Locks outside the allocator", lock_section_text(r.locks, kWidth));
   out += model_section(r);
   return out;
 }

@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "calibration.h"
+#include "lock_waits.h"
 #include "real_allocator.h"
 #include "recorder.h"
 #include "slot_registry.h"
@@ -87,6 +88,7 @@ void configure_sampling(const format::Calibration& c) {
                                           : env_uint("ALLOCSCOPE_SAMPLE", kDefaultSampleEvery);
   __atomic_store_n(&g_exact_free_sizes, env_uint("ALLOCSCOPE_FREE_SIZES", 0) != 0, __ATOMIC_RELAXED);
   g_trace = env_uint("ALLOCSCOPE_TRACE", 0) != 0;
+  __atomic_store_n(&g_lock_waits, env_uint("ALLOCSCOPE_LOCKS", 0) != 0, __ATOMIC_RELAXED);
   s.cpu_sample_every = env_uint("ALLOCSCOPE_CPU_SAMPLE", kDefaultCpuSampleEvery);
   s.stack_every = env_uint("ALLOCSCOPE_STACKS", 0);
   s.stack_slow_ticks = env_uint("ALLOCSCOPE_STACK_SLOW_NS", 50000) * (c.tick_hz / 1000000) / 1000;
@@ -284,7 +286,7 @@ bool write_calibration_chunk() {
   c.window_shift = g_sampling.window_shift;
   c.mode_flags = (g_trace ? format::kModeTrace : 0) |
                  (g_sampling.stack_every ? format::kModeStacks : 0) | format::kModeWindowPhase |
-                 format::kModeCxxOperators;
+                 format::kModeCxxOperators | (g_lock_waits ? format::kModeLocks : 0);
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(
@@ -364,7 +366,7 @@ int initialise() {
         .put(" instead\n");
     say_once(6, line);
   }
-  if (g_sampling.stack_every) {
+  if (g_sampling.stack_every || lock_stacks_wanted()) {
     stack_walk_init(dlsym(RTLD_DEFAULT, "gnu_get_libc_version") != nullptr);
     write_modules();
   }
@@ -437,7 +439,7 @@ void shutdown_process(format::ExitKind kind) {
   const int saved = errno;
   t_ctx.depth++;
   flush_all_slots(format::ThreadState::ProcessExit);
-  if (g_sampling.stack_every) write_modules_if_changed();
+  if (g_sampling.stack_every || lock_stacks_wanted()) write_modules_if_changed();
   alignas(8) unsigned char buf[sizeof(format::ChunkHeader) + sizeof(format::ProcessEnd)];
   auto* pe = reinterpret_cast<format::ProcessEnd*>(buf + sizeof(format::ChunkHeader));
   std::memset(pe, 0, sizeof *pe);

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "lock_waits.h"
 #include "process_state.h"
 #include "recorder.h"
 #include "stack_walk.h"
@@ -261,7 +262,7 @@ Slot* acquire_slot() {
           continue;
         }
         const bool unflushed = count_calls(s) != load_shared(s->h.calls_at_flush) ||
-                               s->h.ring.size() > 0 || trace_pending(s);
+                               s->h.ring.size() > 0 || trace_pending(s) || lock_waits_pending(s);
         if (unflushed && !flush_held(s, format::ThreadState::Exited) &&
             g_ps->mode.load(std::memory_order_acquire) == kModeInitialising) {
           // The profile is not open yet: keep the dead thread's counts for a later flush.
@@ -293,8 +294,8 @@ bool flush_held(Slot* s, format::ThreadState state) {
     if (owner) read_thread_rusage(s->h.rusage);  // getrusage only sees the caller
     const uint64_t calls = count_calls(s);
     ok = write_pending_stacks(s) && write_events(s) && write_trace(s, owner) &&
-         write_stats(s, state);
-    if (ok && owner && g_sampling.stack_every) write_modules_if_changed();
+         write_stats(s, state) && write_lock_waits(s);
+    if (ok && owner && (g_sampling.stack_every || lock_stacks_wanted())) write_modules_if_changed();
     store_shared(s->h.calls_at_flush, calls);
     store_shared(s->h.last_flush_tick, ticks());
   }
@@ -338,7 +339,8 @@ void flush_all_slots(format::ThreadState state) {
     // is not flushed under its new owner's feet, nor a new owner's slot as an exited thread.
     const uint32_t st = s->h.state.load(std::memory_order_acquire);
     const bool pending = count_calls(s) != load_shared(s->h.calls_at_flush) ||
-                         s->h.ring.size() > 0 || trace_pending(s) || load_shared(s->h.seq) == 0;
+                         s->h.ring.size() > 0 || trace_pending(s) || load_shared(s->h.seq) == 0 ||
+                         lock_waits_pending(s);
     if ((st == kSlotOwned || st == kSlotExited) && pending)
       flush_held(s, st == kSlotOwned ? state : format::ThreadState::Exited);
     s->h.flushing.store(0, std::memory_order_release);

@@ -19,6 +19,7 @@
 #include "allocscope/ops.h"
 #include "allocscope/ring.h"
 #include "allocscope/trace_codec.h"
+#include "lock_table.h"
 
 namespace allocscope {
 
@@ -99,6 +100,7 @@ struct Slot {
   alignas(64) unsigned char trace[kTraceBuffer];
   StackEntry stack_table[kStackTableSize];
   alignas(64) unsigned char pending_stacks[kPendingStacks];
+  alignas(64) LockTable locks;   // contended lock waits (lock_waits.cpp)
 };
 
 constexpr size_t kSlotBytes = (sizeof(Slot) + 4095) & ~size_t{4095};

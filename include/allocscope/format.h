@@ -25,6 +25,8 @@
 //   TraceEvents  (trace mode) every call of one thread, compactly encoded: see TraceHeader.
 //   Stacks       call stacks referred to by events of one thread: see StacksHeader.
 //   Modules      the loaded objects and their addresses: see ModulesHeader.
+//   LockWaits    (lock tracing) one thread's contended waits on the program's own pthread locks,
+//                per (lock, call site): see LockWaitsHeader.  Cumulative like ThreadStats.
 //
 // Times are in ticks of the clock named by Calibration::clock (TSC or CLOCK_MONOTONIC ns);
 // tick_hz converts them.  Pairs (tick, mono_ns) in several chunks let a reader refine tick_hz.
@@ -58,6 +60,7 @@ enum class ChunkType : uint16_t {
   TraceEvents = 7,
   Stacks = 8,
   Modules = 9,
+  LockWaits = 10,
 };
 
 struct ChunkHeader {
@@ -103,6 +106,9 @@ constexpr uint64_t kModeWindowPhase = 1u << 2;
 // (profiles written before), a C++ program's operators reached the shim only where the C++
 // runtime implements them with malloc and free, and were counted as those.
 constexpr uint64_t kModeCxxOperators = 1u << 3;
+// The shim traced the program's contended pthread lock waits (LockWaits chunks): without the
+// flag, a profile says nothing about locks outside the allocator.
+constexpr uint64_t kModeLocks = 1u << 4;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -121,6 +127,7 @@ struct Calibration {
   uint64_t thread_cputime_ticks; // clock_gettime(CLOCK_THREAD_CPUTIME_ID)
   uint64_t minor_fault_ticks;    // first touch of a fresh anonymous page (a minor fault)
   uint64_t mode_flags;           // kModeTrace | kModeStacks | kModeWindowPhase | kModeCxxOperators
+                                 // | kModeLocks
   uint32_t stack_every;          // with kModeStacks: a stack on 1 timed call in this many
   uint32_t stack_slow_ticks;     // with kModeStacks: and on every call at least this slow
   uint64_t window_seed;          // with kModeWindowPhase: the seed of the windows' offsets; was
@@ -268,6 +275,42 @@ struct ModuleRecord {
   uint32_t reserved;
 };
 static_assert(sizeof(ModuleRecord) == 32);
+
+// --- lock waits ------------------------------------------------------------------------------
+// LockWaits: LockWaitsHeader, then `count` x LockWaitRow.  With kModeLocks the shim interposes
+// the program's pthread_mutex_lock / _timedlock, pthread_rwlock_{rd,wr}lock / _timed{rd,wr}lock
+// and pthread_cond_wait / _timedwait.  A lock is tried first (trylock): only when that fails is
+// the wait timed, from before the real call to its return.  A condition wait is always timed (it
+// is a wait by design, not contention: kind Cond).  pthread_mutex_unlock is timed on a sample of
+// calls (about 1 in 256, at pseudo-random intervals), kind Unlock: its rows hold the *sampled*
+// calls and their time, and the header's unlocks / unlocks_timed scales them to all of the
+// thread's (a contended unlock may wake a waiter: a system call).  Calls made from inside the allocator (its own
+// locks) or the shim are not recorded.  A thread's rows are cumulative: the chunk with the
+// highest seq of a thread_serial replaces the earlier ones.
+enum class LockKind : uint8_t { Mutex = 1, RwRead = 2, RwWrite = 3, Cond = 4, Unlock = 5 };
+struct LockWaitsHeader {
+  uint32_t thread_serial;
+  uint32_t seq;            // increasing per thread
+  uint32_t count;          // rows that follow
+  uint32_t reserved;
+  uint64_t dropped_waits;  // waits not in any row (the thread's table was full)
+  uint64_t dropped_ticks;  // and their time
+  uint64_t unlocks;        // pthread_mutex_unlock calls of the thread, up to its last timed one
+  uint64_t unlocks_timed;  // of which timed (in Unlock rows, or dropped)
+};
+static_assert(sizeof(LockWaitsHeader) == 48);
+struct LockWaitRow {
+  uint64_t lock;        // the lock's address (for Cond: the condition variable's)
+  uint64_t site;        // return address of the call into the lock function (the call site)
+  uint64_t waits;       // contended calls (trylock failed; Cond: every call; Unlock: the timed ones)
+  uint64_t wait_ticks;  // their summed duration
+  uint64_t max_ticks;   // the longest
+  uint32_t stack_id;    // a call stack of one of these waits in this thread's Stacks, 0 = none
+  uint8_t kind;         // LockKind
+  uint8_t reserved0;
+  uint16_t timeouts;    // timed variants that gave up (saturated)
+};
+static_assert(sizeof(LockWaitRow) == 48);
 
 enum class ExitKind : uint32_t { Exit = 1, UnderscoreExit = 2, Exec = 3, Explicit = 4 };
 

@@ -1,8 +1,9 @@
 """Every command's JSON, validated against its JSON Schema in docs/schema/ (docs/json.md).
 
 The profiles cover what changes the documents: sampled runs under glibc and musl (one with call
-stacks), traces with call stacks, a profile recorded with --sample 0, and a trace of every entry point of the
-allocator (tests/targets/alloc_family.c).  The schemas forbid keys they do not describe
+stacks), traces with call stacks, a profile recorded with --sample 0, a trace of every entry point of the
+allocator (tests/targets/alloc_family.c), and contended lock waits recorded with --locks on both libcs
+(tests/targets/lock_contention.c).  The schemas forbid keys they do not describe
 ("additionalProperties": false), so a key added without its description fails here; every
 property of every schema must carry a description.  Beyond the schemas: each document's first
 key is `schema`, and every duration (a key ending in _ns) is an integer.
@@ -77,6 +78,8 @@ class JsonSchemas(E2ETestCase):
             "stacks": (["--stacks=4", "--sample", "4"], "harness-glibc", ["2", "20000"]),
             "counted": (["--sample", "0"], "harness-glibc", ["1", "2000"]),
             "family": (["--trace", "--stacks=1", "--sample", "1"], "alloc_family-glibc", []),
+            "locks": (["--locks"], "lock_contention-glibc", ["4", "60", "200"]),
+            "locks-musl": (["--locks"], "lock_contention-musl", ["4", "60", "200"]),
         }
         for name, (options, program, args) in recordings.items():
             path = os.path.join(d, f"{name}.asp")
@@ -113,7 +116,7 @@ class JsonSchemas(E2ETestCase):
         return docs
 
     def test_report(self):
-        for name in ("glibc", "musl", "trace", "stacks", "counted", "family"):
+        for name in ("glibc", "musl", "trace", "stacks", "counted", "family", "locks", "locks-musl"):
             for by in ("class", "bucket", "thread", "shape", "callsite"):
                 with self.subTest(profile=name, by=by):
                     self.check("report", "report", "--json", "--by", by, self.p[name])
@@ -122,7 +125,8 @@ class JsonSchemas(E2ETestCase):
             self.assertEqual(len(docs), 2)
 
     def test_diff(self):
-        for base, other in (("glibc", "musl"), ("trace", "trace-musl"), ("glibc", "counted"), ("trace", "family")):
+        for base, other in (("glibc", "musl"), ("trace", "trace-musl"), ("glibc", "counted"), ("trace", "family"),
+                            ("locks", "locks-musl"), ("glibc", "locks")):
             with self.subTest(base=base, other=other):
                 self.check("diff", "diff", "--json", self.p[base], self.p[other])
 
@@ -139,6 +143,10 @@ class JsonSchemas(E2ETestCase):
         self.check("compare", "compare", "--json", "--runs", "2", "--sample", "16", "--allocators",
                    "glibc,jemalloc", "--variant", f"musl={target('harness-musl')}", "--",
                    target("harness-glibc"), "2", "20000")
+        with self.subTest(locks=True):
+            self.check("compare", "compare", "--json", "--runs", "1", "--locks", "--allocators", "glibc",
+                       "--variant", f"musl={target('lock_contention-musl')}", "--",
+                       target("lock_contention-glibc"), "4", "60", "200")
 
 
 if __name__ == "__main__":

@@ -111,6 +111,57 @@ class SetupSmoke(unittest.TestCase):
         interp = run(["readelf", "-l", v["MUSL_PHP"]]).stdout
         self.assertIn("ld-musl", interp)
 
+    def test_php_threaded(self):
+        proc = smoke("php-threaded")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertRegex(proc.stdout, r"php-threaded: smoke: cached: (yes|no)")
+        if "cached: yes" not in proc.stdout:
+            self.skipTest("the ZTS PHP builds are not cached (bench/workloads/php-threaded/setup)")
+        hosts = dict(re.findall(r"^php-threaded: (musl|gcc) host: +(\S+)$", proc.stdout, re.M))
+        self.assertEqual(sorted(hosts), ["gcc", "musl"], proc.stdout)
+        for libc, host in hosts.items():
+            for zend_alloc in ("1", "0"):
+                r = run([host, "--workers", "3", "--requests", "4"], env={"USE_ZEND_ALLOC": zend_alloc})
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertRegex(r.stdout, r"(?m)^requests 12 errors 0 seconds [\d.]+ rps [\d.]+$", r.stdout)
+                self.assertRegex(r.stdout, r"latency_us p50 \d+ p90 \d+ p99 \d+ max \d+")
+        self.assertIn("ld-musl", run(["readelf", "-l", hosts["musl"]]).stdout)
+
+    def test_php_threaded_locks_on_musl(self):
+        """record --locks on the musl host: PHP 8.2's zend_strtod guards the Balloc/Bfree free lists
+        with one global mutex in a thread-safe build, and float formatting (sprintf, json_encode,
+        serialize) goes through it on every request: with 4 workers its waits are named."""
+        proc = smoke("php-threaded")
+        if "cached: yes" not in proc.stdout:
+            self.skipTest("the ZTS PHP builds are not cached (bench/workloads/php-threaded/setup)")
+        host = dict(re.findall(r"^php-threaded: (musl|gcc) host: +(\S+)$", proc.stdout, re.M))["musl"]
+        cli = os.path.join(os.environ.get("ALLOCSCOPE_BUILD", os.path.join(ROOT, "build")), "analyzer", "allocscope")
+        profile = os.path.join(self.dir, "musl.asp")
+        r = run([cli, "record", "--locks", "-o", profile, "--", host, "--workers", "4", "--requests", "30"], timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"requests 120 errors 0 ")
+        rep = run([cli, "report", "--json", profile], timeout=300)
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        locks = json.loads(rep.stdout)["locks"]
+        self.assertTrue(locks["recorded"])
+        dtoa = [lock for lock in locks["locks"]
+                if any(f in ("Balloc", "Bfree") for s in lock["sites"] for f in s["chain"][:2])]
+        self.assertTrue(dtoa, json.dumps(locks["locks"], indent=1)[:3000])
+        self.assertGreater(dtoa[0]["waits"], 0)
+        self.assertGreater(dtoa[0]["threads"], 1)
+
+    def test_php_threaded_http(self):
+        proc = smoke("php-threaded")
+        if "cached: yes" not in proc.stdout or not shutil.which("wrk"):
+            self.skipTest("needs the cached ZTS PHP builds and wrk")
+        host = dict(re.findall(r"^php-threaded: (musl|gcc) host: +(\S+)$", proc.stdout, re.M))["gcc"]
+        r = run([host, "--workers", "2", "--wrk", "2"], timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"Requests/sec:\s+[\d.]+")       # wrk's report
+        m = re.search(r"^requests (\d+) errors 0 ", r.stdout, re.M)  # the host's own
+        self.assertIsNotNone(m, r.stdout)
+        self.assertGreater(int(m.group(1)), 0)
+
 
 class PhpRun(unittest.TestCase):
     SCRIPT = os.path.join(WORKLOADS, "php", "run")

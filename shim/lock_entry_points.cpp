@@ -1,0 +1,84 @@
+// shim/lock_entry_points.cpp — the pthread lock functions the preload library exports (lock
+// tracing: lock_waits.h).  Each is: forward unless traced; try first; time only a real wait.
+// __builtin_return_address(0) here is the program's call site.
+#include <pthread.h>
+#include <time.h>
+
+#include <cerrno>
+
+#include "lock_waits.h"
+
+using namespace allocscope;
+
+// Resolves the real functions while the process is still single-threaded (a library constructor).
+__attribute__((constructor)) static void allocscope_locks_at_load() { real_locks_ready(); }
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
+  if (!trace_this_lock()) return g_real_locks.mutex_lock(m);
+  const int r = g_real_locks.mutex_trylock(m);
+  if (__builtin_expect(r != EBUSY, 1)) return r;
+  return contended_mutex_lock(m, nullptr, __builtin_return_address(0));
+}
+
+EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const struct timespec* t) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
+  if (!trace_this_lock()) return g_real_locks.mutex_timedlock(m, t);
+  const int r = g_real_locks.mutex_trylock(m);
+  if (__builtin_expect(r != EBUSY, 1)) return r;
+  return contended_mutex_lock(m, t, __builtin_return_address(0));
+}
+
+EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
+  if (!trace_this_lock()) return g_real_locks.mutex_unlock(m);
+  t_unlocks++;
+  if (__builtin_expect(t_unlock_countdown-- != 0, 1)) return g_real_locks.mutex_unlock(m);
+  return sampled_mutex_unlock(m, __builtin_return_address(0));
+}
+
+EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
+  if (!trace_this_lock()) return g_real_locks.rwlock_rdlock(l);
+  const int r = g_real_locks.rwlock_tryrdlock(l);
+  if (__builtin_expect(r != EBUSY, 1)) return r;
+  return contended_rwlock(l, false, nullptr, __builtin_return_address(0));
+}
+
+EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const struct timespec* t) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
+  if (!trace_this_lock()) return g_real_locks.rwlock_timedrdlock(l, t);
+  const int r = g_real_locks.rwlock_tryrdlock(l);
+  if (__builtin_expect(r != EBUSY, 1)) return r;
+  return contended_rwlock(l, false, t, __builtin_return_address(0));
+}
+
+EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
+  if (!trace_this_lock()) return g_real_locks.rwlock_wrlock(l);
+  const int r = g_real_locks.rwlock_trywrlock(l);
+  if (__builtin_expect(r != EBUSY, 1)) return r;
+  return contended_rwlock(l, true, nullptr, __builtin_return_address(0));
+}
+
+EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const struct timespec* t) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
+  if (!trace_this_lock()) return g_real_locks.rwlock_timedwrlock(l, t);
+  const int r = g_real_locks.rwlock_trywrlock(l);
+  if (__builtin_expect(r != EBUSY, 1)) return r;
+  return contended_rwlock(l, true, t, __builtin_return_address(0));
+}
+
+EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
+  if (!trace_this_lock()) return g_real_locks.cond_wait(c, m);
+  return traced_cond_wait(c, m, nullptr, __builtin_return_address(0));
+}
+
+EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* t) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
+  if (!trace_this_lock()) return g_real_locks.cond_timedwait(c, m, t);
+  return traced_cond_wait(c, m, t, __builtin_return_address(0));
+}

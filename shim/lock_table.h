@@ -1,0 +1,29 @@
+// shim/lock_table.h — one thread's contended lock waits, per (lock, call site), in its slot.
+//
+// Rows are appended by the owner only (lock_waits.cpp) and published by `n_rows` (release);
+// flushers read the first n_rows rows with relaxed loads.  The table lives in the slot's body,
+// which is zero for a fresh slot, wiped for a fork child and zeroed when a slot is reclaimed: an
+// all-zero table is an empty one.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "allocscope/format.h"
+
+namespace allocscope {
+
+constexpr unsigned kLockRows = 1024;       // (lock, call site) rows per thread
+constexpr unsigned kLockIndexSize = 2048;  // open addressing over the rows, a power of two
+
+struct LockTable {
+  std::atomic<uint32_t> n_rows;
+  uint32_t reserved;
+  uint64_t waits;             // all recorded waits of the thread (rows and dropped)
+  uint64_t waits_at_flush;    // `waits` as of the last LockWaits chunk
+  uint64_t dropped_waits, dropped_ticks;
+  uint64_t unlocks, unlocks_timed;  // pthread_mutex_unlock: all (as of the last timed one), timed
+  uint16_t index[kLockIndexSize];  // 0 = empty, else row number + 1
+  format::LockWaitRow rows[kLockRows];
+};
+
+}  // namespace allocscope

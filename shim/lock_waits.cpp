@@ -1,0 +1,277 @@
+// shim/lock_waits.cpp — see lock_waits.h.
+#include "lock_waits.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "process_state.h"
+#include "slot_registry.h"
+#include "stack_walk.h"
+#include "sys.h"
+#include "thread_slot.h"
+#include "tick_clock.h"
+
+namespace allocscope {
+
+RealLocks g_real_locks;
+__thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
+__thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
+__thread bool t_unlock_started __attribute__((tls_model("initial-exec")));
+bool g_real_locks_resolved = false;
+bool g_lock_waits = false;
+
+namespace {
+
+enum : int { kUnresolved = 0, kResolving = 1, kResolved = 2 };
+std::atomic<int> g_state{kUnresolved};
+__thread int t_resolving __attribute__((tls_model("initial-exec")));
+
+template <class F>
+void resolve(F& out, const char* name) {
+  out = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+}  // namespace
+
+bool resolve_real_locks() {
+  for (;;) {
+    int s = g_state.load(std::memory_order_acquire);
+    if (s == kResolved) return true;
+    if (t_resolving) return false;  // dlsym came back here on this thread
+    if (s == kUnresolved &&
+        g_state.compare_exchange_strong(s, kResolving, std::memory_order_acq_rel)) {
+      const int saved = errno;
+      t_resolving = 1;
+      RealLocks r{};
+      resolve(r.mutex_lock, "pthread_mutex_lock");
+      resolve(r.mutex_trylock, "pthread_mutex_trylock");
+      resolve(r.mutex_timedlock, "pthread_mutex_timedlock");
+      resolve(r.rwlock_rdlock, "pthread_rwlock_rdlock");
+      resolve(r.rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
+      resolve(r.rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
+      resolve(r.rwlock_wrlock, "pthread_rwlock_wrlock");
+      resolve(r.rwlock_trywrlock, "pthread_rwlock_trywrlock");
+      resolve(r.rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
+      resolve(r.cond_wait, "pthread_cond_wait");
+      resolve(r.cond_timedwait, "pthread_cond_timedwait");
+      resolve(r.mutex_unlock, "pthread_mutex_unlock");
+      t_resolving = 0;
+      errno = saved;
+      if (!r.mutex_lock || !r.mutex_trylock || !r.mutex_timedlock || !r.rwlock_rdlock ||
+          !r.rwlock_tryrdlock || !r.rwlock_timedrdlock || !r.rwlock_wrlock ||
+          !r.rwlock_trywrlock || !r.rwlock_timedwrlock || !r.cond_wait || !r.cond_timedwait ||
+          !r.mutex_unlock) {
+        static const char msg[] =
+            "allocscope: cannot find the real pthread lock functions with dlsym(RTLD_NEXT); "
+            "giving up\n";
+        sys::write(2, msg, sizeof msg - 1);
+        __builtin_trap();
+      }
+      g_real_locks = r;
+      g_state.store(kResolved, std::memory_order_release);
+      __atomic_store_n(&g_real_locks_resolved, true, __ATOMIC_RELEASE);
+      return true;
+    }
+    // Another thread is resolving (a short dlsym): wait for it.
+    sys::sched_yield();
+  }
+}
+
+namespace {
+
+uint64_t mix(uint64_t lock, uint64_t site) {
+  uint64_t x = lock * 0x9e3779b97f4a7c15ull ^ site;
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  return x ^ (x >> 29);
+}
+
+// The thread's row for (lock, site, kind), created on first use; null when the table is full.
+format::LockWaitRow* row_for(LockTable& t, uint64_t lock, uint64_t site, uint8_t kind) {
+  unsigned i = static_cast<unsigned>(mix(lock, site)) & (kLockIndexSize - 1);
+  for (unsigned probe = 0; probe < kLockIndexSize; probe++, i = (i + 1) & (kLockIndexSize - 1)) {
+    const uint16_t idx = t.index[i];
+    if (idx == 0) {
+      const uint32_t n = t.n_rows.load(std::memory_order_relaxed);
+      if (n >= kLockRows) return nullptr;
+      format::LockWaitRow& r = t.rows[n];
+      r.lock = lock;
+      r.site = site;
+      r.kind = kind;
+      t.index[i] = static_cast<uint16_t>(n + 1);
+      t.n_rows.store(n + 1, std::memory_order_release);
+      return &r;
+    }
+    format::LockWaitRow& r = t.rows[idx - 1];
+    if (r.lock == lock && r.site == site && r.kind == kind) return &r;
+  }
+  return nullptr;
+}
+
+// Adds one wait of `duration` ticks (which ended at `t1`) to the calling thread's table.
+void record_wait(const void* lock, void* site, format::LockKind kind, uint64_t duration,
+                 uint64_t t1, bool timed_out) {
+  const int saved = errno;
+  Slot* s = enter();
+  if (s) {
+    if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
+      LockTable& t = s->locks;
+      format::LockWaitRow* r = row_for(t, reinterpret_cast<uint64_t>(lock),
+                                       reinterpret_cast<uint64_t>(site), static_cast<uint8_t>(kind));
+      if (r) {
+        const uint64_t waits = peek(r->waits) + 1;
+        __atomic_store_n(&r->waits, waits, __ATOMIC_RELAXED);
+        bump(r->wait_ticks, duration);
+        if (duration > peek(r->max_ticks)) __atomic_store_n(&r->max_ticks, duration, __ATOMIC_RELAXED);
+        if (timed_out && r->timeouts != 0xffff) __atomic_store_n(&r->timeouts, uint16_t(r->timeouts + 1), __ATOMIC_RELAXED);
+        if (r->stack_id == 0 && (waits & (waits - 1)) == 0) {
+          const uint32_t id = capture_stack(s);
+          __atomic_store_n(&r->stack_id, id, __ATOMIC_RELAXED);
+        }
+      } else {
+        bump(t.dropped_waits, 1);
+        bump(t.dropped_ticks, duration);
+      }
+      bump(t.waits, 1);
+      store_shared(s->h.last_tick, t1);
+      if (t1 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval)
+        flush_slot(s, format::ThreadState::Running);
+    }
+    leave();
+  }
+  errno = saved;
+}
+
+}  // namespace
+
+namespace {
+
+// A pseudo-random byte from a xorshift of the tick, the thread's count and its TLS address.
+uint32_t unlock_draw(uint64_t tick) {
+  uint64_t x = tick ^ (t_unlocks << 17) ^ reinterpret_cast<uint64_t>(&t_unlocks);
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  return static_cast<uint32_t>((x * 0x2545f4914f6cdd1dull) >> 56);
+}
+
+}  // namespace
+
+int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
+  // A thread's first unlock comes here (its countdown starts at 0), but it is not the one to
+  // time: a thread's first unlock is often of a start-up lock (PHP's TSRM mutex), taken by all
+  // threads at once and unlocked just before a preemption; timed on every thread and scaled by
+  // 256 it would be read as seconds of unlocking.  The first timed unlock falls at a random
+  // position 1..256 instead: a thread's first unlocks are then about as likely to be timed as any.
+  if (__builtin_expect(!t_unlock_started, 0)) {
+    t_unlock_started = true;
+    const uint32_t position = 1 + unlock_draw(ticks());
+    if (position > 1) {
+      t_unlock_countdown = position - 2;  // the next position - 2 unlocks go untimed
+      return g_real_locks.mutex_unlock(m);
+    }
+  }
+  // The next countdown: 128..383 (never periodic).
+  const uint64_t t0 = ticks();
+  t_unlock_countdown = 128 + unlock_draw(t0);
+  const int r = g_real_locks.mutex_unlock(m);
+  const uint64_t t1 = ticks();
+  const int saved = errno;
+  Slot* s = enter();
+  if (s) {
+    if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
+      LockTable& t = s->locks;
+      store_shared(t.unlocks, t_unlocks);
+      bump(t.unlocks_timed, 1);
+      format::LockWaitRow* row = row_for(t, reinterpret_cast<uint64_t>(m), reinterpret_cast<uint64_t>(site),
+                                         static_cast<uint8_t>(format::LockKind::Unlock));
+      const uint64_t d = t1 - t0;
+      if (row) {
+        bump(row->waits, 1);
+        bump(row->wait_ticks, d);
+        if (d > peek(row->max_ticks)) __atomic_store_n(&row->max_ticks, d, __ATOMIC_RELAXED);
+      }
+      // (An unlock dropped for a full table still counts in unlocks_timed: its time is then
+      // missing from the rows, and the estimate errs low.)
+      bump(t.waits, 1);
+    }
+    leave();
+  }
+  errno = saved;
+  return r;
+}
+
+int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, void* site) {
+  const uint64_t t0 = ticks();
+  const int r = timeout ? g_real_locks.mutex_timedlock(m, timeout) : g_real_locks.mutex_lock(m);
+  const uint64_t t1 = ticks();
+  record_wait(m, site, format::LockKind::Mutex, t1 - t0, t1, r == ETIMEDOUT);
+  return r;
+}
+
+int contended_rwlock(pthread_rwlock_t* l, bool write, const struct timespec* timeout, void* site) {
+  const uint64_t t0 = ticks();
+  int r;
+  if (write) {
+    r = timeout ? g_real_locks.rwlock_timedwrlock(l, timeout) : g_real_locks.rwlock_wrlock(l);
+  } else {
+    r = timeout ? g_real_locks.rwlock_timedrdlock(l, timeout) : g_real_locks.rwlock_rdlock(l);
+  }
+  const uint64_t t1 = ticks();
+  record_wait(l, site, write ? format::LockKind::RwWrite : format::LockKind::RwRead, t1 - t0, t1,
+              r == ETIMEDOUT);
+  return r;
+}
+
+int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* timeout, void* site) {
+  const uint64_t t0 = ticks();
+  const int r = timeout ? g_real_locks.cond_timedwait(c, m, timeout) : g_real_locks.cond_wait(c, m);
+  const uint64_t t1 = ticks();
+  record_wait(c, site, format::LockKind::Cond, t1 - t0, t1, r == ETIMEDOUT);
+  return r;
+}
+
+bool lock_waits_pending(const Slot* s) {
+  return peek(s->locks.waits) != load_shared(s->locks.waits_at_flush);
+}
+
+bool write_lock_waits(Slot* s) {
+  LockTable& t = s->locks;
+  const uint64_t waits = peek(t.waits);
+  if (waits == load_shared(t.waits_at_flush)) return true;  // the last chunk still holds
+  constexpr size_t kHdr = sizeof(format::ChunkHeader);
+  static_assert(kHdr + sizeof(format::LockWaitsHeader) + kLockRows * sizeof(format::LockWaitRow) <=
+                kOutBuffer, "one chunk holds a whole table");
+  auto* lh = reinterpret_cast<format::LockWaitsHeader*>(s->out + kHdr);
+  auto* rows = reinterpret_cast<format::LockWaitRow*>(lh + 1);
+  const uint32_t n = t.n_rows.load(std::memory_order_acquire);
+  std::memset(lh, 0, sizeof *lh);
+  lh->thread_serial = s->h.serial;
+  lh->seq = load_shared(s->h.seq);
+  lh->count = n;
+  lh->dropped_waits = peek(t.dropped_waits);
+  lh->dropped_ticks = peek(t.dropped_ticks);
+  lh->unlocks = peek(t.unlocks);
+  lh->unlocks_timed = peek(t.unlocks_timed);
+  for (uint32_t i = 0; i < n; i++) {
+    const format::LockWaitRow& src = t.rows[i];
+    format::LockWaitRow& dst = rows[i];
+    dst.lock = src.lock;
+    dst.site = src.site;
+    dst.waits = peek(src.waits);
+    dst.wait_ticks = peek(src.wait_ticks);
+    dst.max_ticks = peek(src.max_ticks);
+    dst.stack_id = __atomic_load_n(&src.stack_id, __ATOMIC_RELAXED);
+    dst.kind = src.kind;
+    dst.reserved0 = 0;
+    dst.timeouts = __atomic_load_n(&src.timeouts, __ATOMIC_RELAXED);
+  }
+  const bool ok = write_chunk(format::ChunkType::LockWaits, s->out,
+                              sizeof *lh + n * sizeof(format::LockWaitRow));
+  if (ok) store_shared(t.waits_at_flush, waits);
+  return ok;
+}
+
+}  // namespace allocscope

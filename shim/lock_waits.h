@@ -1,0 +1,83 @@
+// shim/lock_waits.h — the program's own pthread lock waits (ALLOCSCOPE_LOCKS=1, `record --locks`).
+//
+// The exported pthread_mutex_lock, … (lock_entry_points.cpp) are inline calls into the functions
+// below.  With lock tracing off they forward at once.  With it on, a lock is *tried* first: an
+// uncontended lock costs its trylock and nothing else (no clock read, no slot).  Only when the
+// trylock finds the lock taken is the real, blocking call timed (two clock reads around it) and
+// the wait added to the thread's row for (lock address, call site) (lock_table.h); the first wait
+// of a row — and the 2nd, 4th, 8th… while none was captured — takes a call stack.  A condition
+// wait blocks by design: every call is timed, under kind Cond.  Calls from inside the shim or the
+// allocator (t_ctx.depth > 0: jemalloc's arena mutexes, libunwind's caches) are forwarded
+// unrecorded, so that the allocator's own lock waits stay in the allocator's time and nowhere
+// else.  musl's malloc lock and glibc's arena locks never come through these symbols at all.
+//
+// The real functions are found with dlsym(RTLD_NEXT, …) — in glibc's libc.so.6 (2.34 and later;
+// earlier in libpthread) or musl's libc.so — when the library loads, or on first use.
+#pragma once
+#include <pthread.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include "allocscope/format.h"
+#include "recorder.h"
+
+namespace allocscope {
+
+struct Slot;
+
+struct RealLocks {
+  int (*mutex_lock)(pthread_mutex_t*);
+  int (*mutex_trylock)(pthread_mutex_t*);
+  int (*mutex_timedlock)(pthread_mutex_t*, const struct timespec*);
+  int (*rwlock_rdlock)(pthread_rwlock_t*);
+  int (*rwlock_tryrdlock)(pthread_rwlock_t*);
+  int (*rwlock_timedrdlock)(pthread_rwlock_t*, const struct timespec*);
+  int (*rwlock_wrlock)(pthread_rwlock_t*);
+  int (*rwlock_trywrlock)(pthread_rwlock_t*);
+  int (*rwlock_timedwrlock)(pthread_rwlock_t*, const struct timespec*);
+  int (*cond_wait)(pthread_cond_t*, pthread_mutex_t*);
+  int (*cond_timedwait)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*);
+  int (*mutex_unlock)(pthread_mutex_t*);
+};
+
+extern RealLocks g_real_locks;
+extern bool g_real_locks_resolved;
+extern bool g_lock_waits;  // ALLOCSCOPE_LOCKS=1: set when the process starts recording
+
+// True once g_real_locks is resolved (resolving it now if needed).  False only on the thread that
+// is resolving them, re-entered from dlsym: the caller then fails the call with EAGAIN.
+bool resolve_real_locks();
+inline bool real_locks_ready() {
+  return __builtin_expect(__atomic_load_n(&g_real_locks_resolved, __ATOMIC_ACQUIRE), 1) ||
+         resolve_real_locks();
+}
+
+// Whether this call is to be traced: lock tracing on, and the thread is not inside the shim or
+// the allocator.
+inline bool trace_this_lock() {
+  return __builtin_expect(__atomic_load_n(&g_lock_waits, __ATOMIC_RELAXED), 0) && t_ctx.depth == 0;
+}
+
+// The contended paths: time `wait` and record it (lock_waits.cpp).
+int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, void* site);
+int contended_rwlock(pthread_rwlock_t* l, bool write, const struct timespec* timeout, void* site);
+int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* timeout, void* site);
+
+// pthread_mutex_unlock: with a waiter it is a system call (musl wakes on every contended unlock),
+// which is the lock's cost too.  Timed on a sample: when the thread's countdown runs out, drawn
+// again each time from 128..383 (about 1 in 256, never in step with a program's own period).
+extern __thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
+int sampled_mutex_unlock(pthread_mutex_t* m, void* site);
+
+// For the flushers (slot_registry.cpp): whether the slot has waits not yet written, and the
+// LockWaits chunk of its rows (after its ThreadStats snapshot: same seq).
+bool lock_waits_pending(const Slot* s);
+bool write_lock_waits(Slot* s);
+
+// The settings that follow from lock tracing (process_state.cpp).
+inline bool lock_stacks_wanted() { return __atomic_load_n(&g_lock_waits, __ATOMIC_RELAXED); }
+
+}  // namespace allocscope

@@ -1,0 +1,154 @@
+"""End-to-end tests of `record --locks`: the program's own contended lock waits, on glibc and musl.
+
+tests/targets/lock_contention.c has one mutex that its workers fight over (contended_section), one
+mutex per thread that no other thread touches (private_section), and a start gate on a condition
+variable (wait_for_start); it measures its own time in pthread_mutex_lock of the contended mutex.
+"""
+import json
+import os
+import re
+import subprocess
+import unittest
+
+from allocscope_e2e import CLI, E2ETestCase, target
+
+LIBCS = ["glibc", "musl"]
+THREADS, ROUNDS, HOLD_US = 4, 150, 200
+
+
+class LockWaits(E2ETestCase):
+    def record(self, libc, name, locks=True, hold_us=HOLD_US):
+        path = os.path.join(self.dir, name)
+        cmd = [CLI, "record", "-o", path] + (["--locks"] if locks else []) + \
+            ["--", target(f"lock_contention-{libc}"), str(THREADS), str(ROUNDS), str(hold_us)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        m = re.search(r"shared_wait_ns=(\d+) shared_calls=(\d+) private_calls=(\d+)", proc.stderr)
+        self.assertIsNotNone(m, proc.stderr)
+        return path, {"wait_ns": int(m.group(1)), "calls": int(m.group(2)), "private_calls": int(m.group(3))}
+
+    def cli(self, *args):
+        proc = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc.stdout
+
+    def test_the_contended_mutex_is_named_by_its_call_site_with_its_wait(self):
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                path, own = self.record(libc, f"locks-{libc}.asp")
+                self.assertEqual(own["calls"], THREADS * ROUNDS)
+                j = json.loads(self.cli("report", "--json", path))
+                locks = j["locks"]
+                self.assertTrue(locks["recorded"])
+                self.assertGreater(len(locks["locks"]), 0, locks)
+                top = locks["locks"][0]
+                self.assertEqual(top["kind"], "mutex")
+                self.assertEqual(top["sites"][0]["site"], "contended_section", top)
+                self.assertRegex(top["sites"][0]["location"], r"lock_contention\.c:\d+")
+                self.assertIn("worker", top["sites"][0]["chain"][1:], top)  # the caller, from the stack
+                self.assertTrue(top["name"].startswith("contended_section (lock_contention.c:"), top["name"])
+                self.assertGreaterEqual(top["threads"], 2)
+                self.assertLessEqual(top["threads"], THREADS)
+                self.assertLessEqual(top["waits"], own["calls"])
+                # The shim times each contended call from its failed trylock to its return, inside
+                # the program's own interval around the same call: never more than the program's
+                # total, and short of it only by the uncontended calls and the trylocks.
+                self.assertLessEqual(top["wait_ns"], own["wait_ns"] * 1.02, (top, own))
+                self.assertGreaterEqual(top["wait_ns"], own["wait_ns"] * 0.8, (top, own))
+                self.assertGreater(top["max_ns"], 0)
+                self.assertLessEqual(top["max_ns"], top["wait_ns"])
+                self.assertAlmostEqual(top["share"], top["wait_ns"] / locks["thread_time_ns"], delta=5e-5)  # 4 decimals
+                self.assertGreater(locks["share"], 0)
+                self.assertLess(locks["share"], 1)
+                # Unlocks are timed on a sample (about 1 in 256) and scaled: every worker unlocked
+                # its own mutex 20 times a round, so some were timed.
+                # (a thread's count reaches its last timed unlock: up to 383 calls short)
+                self.assertGreater(locks["unlocks"], THREADS * (ROUNDS * 21 - 384))
+                self.assertGreater(locks["unlocks_timed"], 0)
+                self.assertLess(locks["unlocks_timed"], locks["unlocks"] / 64)
+                self.assertGreater(locks["unlock_ns"], 0)
+                self.assertAlmostEqual(locks["time_ns"], locks["wait_ns"] + locks["unlock_ns"], delta=1)
+                # The threads' own mutexes were never contended: no wait at all, so no row.
+                sites = [s["site"] for lock in locks["locks"] for s in lock["sites"]]
+                self.assertNotIn("private_section", sites)
+                self.assertGreaterEqual(own["private_calls"], THREADS * ROUNDS * 20)
+                # The start gate is a condition wait: listed apart, not counted as lock wait.
+                conds = locks["conditions"]
+                self.assertTrue(any(c["sites"][0]["site"] == "wait_for_start" for c in conds), conds)
+                self.assertTrue(all(c["kind"] == "condition" for c in conds))
+                self.assertGreater(locks["cond_wait_ns"], 0)
+                in_rows = sum(lock["wait_ns"] for lock in locks["locks"])
+                self.assertLessEqual(in_rows, locks["wait_ns"] * 1.000001 + 1)
+
+                text = self.cli("report", path)
+                self.assertIn("Locks outside the allocator", text)
+                self.assertIn("contended_section", text)
+                self.assertNotIn("private_section", text)
+                html_path = os.path.join(self.dir, f"locks-{libc}.html")
+                self.cli("report", path, "--html", html_path)
+                with open(html_path, encoding="utf-8") as f:
+                    html = f.read()
+                self.assertIn("Locks outside the allocator", html)
+                self.assertIn("contended_section", html)
+
+    def test_without_the_option_nothing_about_locks(self):
+        path, _ = self.record("glibc", "plain.asp", locks=False)
+        j = json.loads(self.cli("report", "--json", path))
+        self.assertEqual(j["locks"], {"recorded": False})
+        self.assertNotIn("Locks outside the allocator", self.cli("report", path))
+        dump = json.loads(self.cli("dump", "--json", path))
+        self.assertFalse(dump["calibration"]["locks"])
+
+    def test_a_threads_first_unlock_is_not_always_timed(self):
+        """Unlocks are timed about 1 in 256 and scaled up; were each thread's first unlock always
+        timed, a start-up lock unlocked once per thread would be timed on every thread and weigh
+        256 unlocks each.  first_unlock: 8 workers and main unlock the start-up lock once each
+        (their first unlock), then their own mutexes 3,000 times.  With the first timed unlock
+        at a random position 1..256, each of the 9 threads times the start-up unlock with
+        probability 1/256: three or more of them, about 5 in a million runs."""
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                path = os.path.join(self.dir, f"first-{libc}.asp")
+                proc = subprocess.run([CLI, "record", "--locks", "-o", path, "--", target(f"first_unlock-{libc}"), "8",
+                                       "3000"], capture_output=True, text=True, timeout=300)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                locks = json.loads(self.cli("report", "--json", path))["locks"]
+                startup = [lock for lock in locks["locks"] if lock["sites"][0]["site"] == "startup_section"]
+                self.assertEqual(len(startup), 1, locks["locks"])
+                self.assertGreater(startup[0]["waits"], 0)
+                self.assertLessEqual(startup[0]["unlocks_timed"], 2, startup[0])
+                # The private unlocks are timed all the same: 3,001 a thread, one in 128..383 timed.
+                self.assertGreater(locks["unlocks_timed"], 8 * 3000 // 383 - 8, locks)
+
+    def test_diff_attributes_the_gap_to_the_lock(self):
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                # The same program, its critical section empty (BASE) or 200 µs long (OTHER): the
+                # gap is time spent holding the lock and, mostly, waiting for it.
+                base, _ = self.record(libc, f"base-{libc}.asp", hold_us=0)
+                other, own = self.record(libc, f"other-{libc}.asp")
+                d = json.loads(self.cli("diff", "--json", base, other))
+                self.assertIsNotNone(d["locks"])
+                self.assertTrue(d["base"]["locks_recorded"] and d["other"]["locks_recorded"])
+                self.assertGreater(d["measured_delta_ns"], 0)
+                lk = d["locks"]
+                self.assertAlmostEqual(lk["delta_ns"], d["other"]["lock_time_ns"] - d["base"]["lock_time_ns"], delta=2)
+                self.assertAlmostEqual(lk["rest_delta_ns"], d["measured_delta_ns"] - d["attributed_delta_ns"]
+                                       - lk["delta_ns"] - lk["cond_delta_ns"], delta=3)
+                # Four threads fight over 200 µs sections: OTHER waits for the lock, BASE hardly.
+                # How much of the gap that is depends on how often the threads run at all (on
+                # a busy machine much of it is time runnable but not running: the rest), but
+                # the waits are a part of it, never more than all of it.
+                self.assertGreater(lk["delta_ns"], 0, d)
+                self.assertGreater(lk["share"], 0, d)
+                self.assertLessEqual(lk["share"], 1.0, d)
+                self.assertAlmostEqual(lk["explained"], (d["attributed_delta_ns"] + lk["delta_ns"]) / d["measured_delta_ns"],
+                                       delta=5e-5)
+                self.assertTrue(d["other"]["top_lock"].startswith("contended_section"), d["other"])
+                text = self.cli("diff", base, other)
+                self.assertIn("other locks (waits + unlocks)", text)
+                self.assertIn("contended_section", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
