@@ -82,6 +82,17 @@ class OverheadRealPrograms(unittest.TestCase):
         self.assertEqual(proc.returncode, 1, proc.stderr)
         self.assertIn("mode=none: wrong output: no line matching", proc.stderr)
 
+    def test_a_run_with_another_result_fails(self):
+        # the checksum depends on the work only: a run that prints another one did other work
+        build = self.fake_build("cxxpool", 'if [ "$LD_PRELOAD" ]; then c=0b; else c=0a; fi\n'
+                                           'echo tasks=500 tokens=1 checksum=$c\n')
+        proc = self.overhead("--setups", "cxx-threadpool", "--modes", "count", "--shim", SHIM,
+                             build=build)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("mode=count: wrong output: printed 'tasks=500 tokens=1 checksum=0b', "
+                      "the first run 'tasks=500 tokens=1 checksum=0a'", proc.stderr)
+        self.assertNotIn("mode=none", proc.stderr)
+
     def test_children_the_shim_did_not_follow_fail_the_run(self):
         # a "driver" that says its 40 children ran but started none: one profile, not 41
         build = self.fake_build("forker", "echo children=40 failed=0\n")
