@@ -1,9 +1,13 @@
 /* libforward_only.so — the cheapest possible interposer, as a reference for bench/overhead.
  *
- * It forwards malloc, free, calloc and realloc to the next definition (dlsym(RTLD_NEXT)) and does
- * nothing else: whatever a preloaded profiler costs beyond this, its bookkeeping costs.  Like the
- * shim it is linked without a libc (dlsym binds to the process's own), so it loads into glibc and
- * musl programs alike.  Not a tool: it serves the stress harness, which uses only these four.
+ * It forwards malloc, free, calloc and realloc, and the C++ operators new, new[], delete and
+ * delete[] with every variant the shim interposes (nothrow, sized, aligned), to the next
+ * definition (dlsym(RTLD_NEXT)) and does nothing else: whatever a preloaded profiler costs beyond
+ * this, its bookkeeping costs.  Under libstdc++, whose operator new calls malloc, a C++
+ * allocation crosses it twice, as it crosses the shim.  The other entry points (posix_memalign,
+ * aligned_alloc, malloc_usable_size, ...) reach the C library directly.  Like the shim it is
+ * linked without a libc (dlsym binds to the process's own), so it loads into glibc and musl
+ * programs alike.  Not a tool: it serves bench/overhead.
  */
 #include <stddef.h>
 
@@ -73,3 +77,100 @@ __attribute__((visibility("default"))) void *realloc(void *p, size_t n) {
   }
   return next_realloc(p, n);
 }
+
+/* The C++ operators, by their mangled names (x86-64 and every LP64 ABI: size_t is `m`). */
+enum {
+  NW, NW_NT, NW_AL, NW_AL_NT, NA, NA_NT, NA_AL, NA_AL_NT,
+  DL, DL_NT, DL_SZ, DL_AL, DL_AL_NT, DL_SZ_AL,
+  DA, DA_NT, DA_SZ, DA_AL, DA_AL_NT, DA_SZ_AL, N_CXX
+};
+static const char *const cxx_names[N_CXX] = {
+    "_Znwm", "_ZnwmRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
+    "_Znam", "_ZnamRKSt9nothrow_t", "_ZnamSt11align_val_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+    "_ZdlPv", "_ZdlPvRKSt9nothrow_t", "_ZdlPvm", "_ZdlPvSt11align_val_t",
+    "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdlPvmSt11align_val_t",
+    "_ZdaPv", "_ZdaPvRKSt9nothrow_t", "_ZdaPvm", "_ZdaPvSt11align_val_t",
+    "_ZdaPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvmSt11align_val_t"};
+static void *cxx_next[N_CXX];
+static int (*next_posix_memalign)(void **, size_t, size_t);
+static int cxx_resolved;
+
+/* Only a program that has a C++ runtime calls the operators; without one (a C++ library loaded
+ * privately) they fall back to the C functions. */
+static void resolve_cxx(void) {
+  if (__atomic_load_n(&cxx_resolved, __ATOMIC_ACQUIRE)) return;
+  resolve();
+  for (int i = 0; i < N_CXX; i++) cxx_next[i] = dlsym(RTLD_NEXT, cxx_names[i]);
+  next_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+  __atomic_store_n(&cxx_resolved, 1, __ATOMIC_RELEASE);
+}
+
+static void *fallback_aligned(size_t n, size_t align) {
+  void *p = NULL;
+  if (align < sizeof(void *)) align = sizeof(void *);
+  return next_posix_memalign && next_posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
+}
+
+#define NEW_1(name, id)                                                          \
+  __attribute__((visibility("default"))) void *name(size_t n) {                  \
+    resolve_cxx();                                                               \
+    if (cxx_next[id]) return ((void *(*)(size_t))cxx_next[id])(n);               \
+    return malloc(n ? n : 1);                                                    \
+  }
+#define NEW_2(name, id, T)                                                       \
+  __attribute__((visibility("default"))) void *name(size_t n, T a) {             \
+    resolve_cxx();                                                               \
+    if (cxx_next[id]) return ((void *(*)(size_t, T))cxx_next[id])(n, a);         \
+    return malloc(n ? n : 1);                                                    \
+  }
+#define NEW_AL(name, id)                                                         \
+  __attribute__((visibility("default"))) void *name(size_t n, size_t al) {       \
+    resolve_cxx();                                                               \
+    if (cxx_next[id]) return ((void *(*)(size_t, size_t))cxx_next[id])(n, al);   \
+    return fallback_aligned(n, al);                                              \
+  }
+#define NEW_AL_NT(name, id)                                                               \
+  __attribute__((visibility("default"))) void *name(size_t n, size_t al, const void *nt) { \
+    resolve_cxx();                                                                        \
+    if (cxx_next[id]) return ((void *(*)(size_t, size_t, const void *))cxx_next[id])(n, al, nt); \
+    return fallback_aligned(n, al);                                                       \
+  }
+#define DEL_1(name, id)                                                          \
+  __attribute__((visibility("default"))) void name(void *p) {                    \
+    resolve_cxx();                                                               \
+    if (cxx_next[id]) ((void (*)(void *))cxx_next[id])(p);                       \
+    else free(p);                                                                \
+  }
+#define DEL_2(name, id, T)                                                       \
+  __attribute__((visibility("default"))) void name(void *p, T a) {               \
+    resolve_cxx();                                                               \
+    if (cxx_next[id]) ((void (*)(void *, T))cxx_next[id])(p, a);                 \
+    else free(p);                                                                \
+  }
+#define DEL_3(name, id, T)                                                       \
+  __attribute__((visibility("default"))) void name(void *p, size_t a, T b) {     \
+    resolve_cxx();                                                               \
+    if (cxx_next[id]) ((void (*)(void *, size_t, T))cxx_next[id])(p, a, b);      \
+    else free(p);                                                                \
+  }
+
+NEW_1(_Znwm, NW)
+NEW_2(_ZnwmRKSt9nothrow_t, NW_NT, const void *)
+NEW_AL(_ZnwmSt11align_val_t, NW_AL)
+NEW_AL_NT(_ZnwmSt11align_val_tRKSt9nothrow_t, NW_AL_NT)
+NEW_1(_Znam, NA)
+NEW_2(_ZnamRKSt9nothrow_t, NA_NT, const void *)
+NEW_AL(_ZnamSt11align_val_t, NA_AL)
+NEW_AL_NT(_ZnamSt11align_val_tRKSt9nothrow_t, NA_AL_NT)
+DEL_1(_ZdlPv, DL)
+DEL_2(_ZdlPvRKSt9nothrow_t, DL_NT, const void *)
+DEL_2(_ZdlPvm, DL_SZ, size_t)
+DEL_2(_ZdlPvSt11align_val_t, DL_AL, size_t)
+DEL_3(_ZdlPvSt11align_val_tRKSt9nothrow_t, DL_AL_NT, const void *)
+DEL_3(_ZdlPvmSt11align_val_t, DL_SZ_AL, size_t)
+DEL_1(_ZdaPv, DA)
+DEL_2(_ZdaPvRKSt9nothrow_t, DA_NT, const void *)
+DEL_2(_ZdaPvm, DA_SZ, size_t)
+DEL_2(_ZdaPvSt11align_val_t, DA_AL, size_t)
+DEL_3(_ZdaPvSt11align_val_tRKSt9nothrow_t, DA_AL_NT, const void *)
+DEL_3(_ZdaPvmSt11align_val_t, DA_SZ_AL, size_t)
