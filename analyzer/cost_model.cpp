@@ -299,8 +299,10 @@ class WindowClusters {
     for (size_t i = 0; i < clusters_.size(); i += 2) {
       Cluster c = std::move(clusters_[i]);
       if (i + 1 < clusters_.size()) {
-        for (const auto& [cell, sum] : clusters_[i + 1]) {
-          auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == cell; });
+        for (const auto& entry : clusters_[i + 1]) {
+          const uint32_t cell = entry.first;
+          const Sum& sum = entry.second;
+          auto it = std::find_if(c.begin(), c.end(), [cell](const auto& e) { return e.first == cell; });
           if (it == c.end()) {
             c.emplace_back(cell, sum);
           } else {
