@@ -116,6 +116,9 @@ void record_wait(const void* lock, void* site, format::LockKind kind, uint64_t d
   const int saved = errno;
   Slot* s = enter();
   if (s) {
+    // A thread whose first observed call is this wait got its slot when the wait ended: its
+    // lifetime starts where the wait began, so that the wait lies inside it.
+    if (t1 - duration < s->h.first_tick) __atomic_store_n(&s->h.first_tick, t1 - duration, __ATOMIC_RELAXED);
     if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
       LockTable& t = s->locks;
       format::LockWaitRow* r = row_for(t, reinterpret_cast<uint64_t>(lock),
@@ -181,6 +184,7 @@ int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
   const int saved = errno;
   Slot* s = enter();
   if (s) {
+    if (t0 < s->h.first_tick) __atomic_store_n(&s->h.first_tick, t0, __ATOMIC_RELAXED);  // as for a wait
     if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
       LockTable& t = s->locks;
       store_shared(t.unlocks, t_unlocks);
