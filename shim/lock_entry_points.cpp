@@ -15,20 +15,28 @@ __attribute__((constructor)) static void allocscope_locks_at_load() { real_locks
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
-EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
+// The shape of every lock function here: forward unless traced; try first; time only a real wait.
+template <class Forward, class Try, class Wait>
+__attribute__((always_inline)) static inline int try_then_wait(Forward forward, Try try_lock, Wait wait) {
   if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
-  if (!trace_this_lock()) return g_real_locks.mutex_lock(m);
-  const int r = g_real_locks.mutex_trylock(m);
+  if (!trace_this_lock()) return forward();
+  const int r = try_lock();
   if (__builtin_expect(r != EBUSY, 1)) return r;
-  return contended_mutex_lock(m, nullptr, __builtin_return_address(0));
+  return wait();
+}
+
+EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
+  void* site = __builtin_return_address(0);
+  return try_then_wait([&] { return g_real_locks.mutex_lock(m); },
+                       [&] { return g_real_locks.mutex_trylock(m); },
+                       [&] { return contended_mutex_lock(m, nullptr, site); });
 }
 
 EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const struct timespec* t) {
-  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
-  if (!trace_this_lock()) return g_real_locks.mutex_timedlock(m, t);
-  const int r = g_real_locks.mutex_trylock(m);
-  if (__builtin_expect(r != EBUSY, 1)) return r;
-  return contended_mutex_lock(m, t, __builtin_return_address(0));
+  void* site = __builtin_return_address(0);
+  return try_then_wait([&] { return g_real_locks.mutex_timedlock(m, t); },
+                       [&] { return g_real_locks.mutex_trylock(m); },
+                       [&] { return contended_mutex_lock(m, t, site); });
 }
 
 EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
@@ -40,35 +48,31 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
 }
 
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
-  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
-  if (!trace_this_lock()) return g_real_locks.rwlock_rdlock(l);
-  const int r = g_real_locks.rwlock_tryrdlock(l);
-  if (__builtin_expect(r != EBUSY, 1)) return r;
-  return contended_rwlock(l, false, nullptr, __builtin_return_address(0));
+  void* site = __builtin_return_address(0);
+  return try_then_wait([&] { return g_real_locks.rwlock_rdlock(l); },
+                       [&] { return g_real_locks.rwlock_tryrdlock(l); },
+                       [&] { return contended_rwlock(l, false, nullptr, site); });
 }
 
 EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const struct timespec* t) {
-  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
-  if (!trace_this_lock()) return g_real_locks.rwlock_timedrdlock(l, t);
-  const int r = g_real_locks.rwlock_tryrdlock(l);
-  if (__builtin_expect(r != EBUSY, 1)) return r;
-  return contended_rwlock(l, false, t, __builtin_return_address(0));
+  void* site = __builtin_return_address(0);
+  return try_then_wait([&] { return g_real_locks.rwlock_timedrdlock(l, t); },
+                       [&] { return g_real_locks.rwlock_tryrdlock(l); },
+                       [&] { return contended_rwlock(l, false, t, site); });
 }
 
 EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) {
-  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
-  if (!trace_this_lock()) return g_real_locks.rwlock_wrlock(l);
-  const int r = g_real_locks.rwlock_trywrlock(l);
-  if (__builtin_expect(r != EBUSY, 1)) return r;
-  return contended_rwlock(l, true, nullptr, __builtin_return_address(0));
+  void* site = __builtin_return_address(0);
+  return try_then_wait([&] { return g_real_locks.rwlock_wrlock(l); },
+                       [&] { return g_real_locks.rwlock_trywrlock(l); },
+                       [&] { return contended_rwlock(l, true, nullptr, site); });
 }
 
 EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const struct timespec* t) {
-  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
-  if (!trace_this_lock()) return g_real_locks.rwlock_timedwrlock(l, t);
-  const int r = g_real_locks.rwlock_trywrlock(l);
-  if (__builtin_expect(r != EBUSY, 1)) return r;
-  return contended_rwlock(l, true, t, __builtin_return_address(0));
+  void* site = __builtin_return_address(0);
+  return try_then_wait([&] { return g_real_locks.rwlock_timedwrlock(l, t); },
+                       [&] { return g_real_locks.rwlock_trywrlock(l); },
+                       [&] { return contended_rwlock(l, true, t, site); });
 }
 
 EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
