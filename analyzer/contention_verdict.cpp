@@ -23,6 +23,9 @@ constexpr uint64_t kMinClassCalls = 20;      // met and alone calls a class need
 constexpr uint64_t kMinBlockedSamples = 2;   // sampled calls that slept, …
 constexpr double kSleepingShare = 0.05;      // … and their share, before "none" is doubted
 constexpr uint64_t kMinMet = 50;             // met calls for a measure
+constexpr uint64_t kMinSlept = 5;            // slow calls that slept inside the allocator, …
+constexpr double kSleptShare = 0.05;         // … and their share of the slow calls whose switches are known
+constexpr double kSleepLockParallelBelow = 0.25;  // a sleeping lock for all: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
@@ -68,7 +71,7 @@ struct Pooled {
 }  // namespace
 
 void ExclusionTally::add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating,
-                         uint32_t inside_running, uint64_t duration) {
+                         uint32_t inside_running, uint32_t inside_same_class, uint64_t duration) {
   std::vector<ExclusionCell>& cells = cells_[static_cast<size_t>(group)];
   if (cls >= cells.size()) cells.resize(cls + 1);
   ExclusionCell& c = cells[cls];
@@ -79,11 +82,12 @@ void ExclusionTally::add(CallGroup group, size_t cls, uint32_t inside, uint32_t 
   c.met.add(duration);
   if (inside_allocating > 0) c.met_allocating.add(duration);
   if (inside_running > 0) c.met_running.add(duration);
+  if (inside_same_class == 0) c.met_across.add(duration);
 }
 
 ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
   ExclusionMeasure m;
-  Pooled all, allocating, running;
+  Pooled all, allocating, running, across;
   uint64_t contended = 0, uncontended = 0;
   for (const ExclusionCell& c : cells) {
     if (c.alone.total() < kMinReference || c.met.empty()) continue;
@@ -92,6 +96,7 @@ ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
     all.add(c.met, c.alone);
     allocating.add(c.met_allocating, c.alone);
     running.add(c.met_running, c.alone);
+    across.add(c.met_across, c.alone);
     if (c.met.total() >= kMinClassCalls && c.alone.total() >= kMinClassCalls) {
       ++m.classes;
       const double n1 = static_cast<double>(c.met.total()), n2 = static_cast<double>(c.alone.total());
@@ -108,6 +113,7 @@ ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
   m.slower = all.measure();
   m.by_allocating = allocating.measure();
   m.by_running = running.measure();
+  m.across = across.measure();
   return m;
 }
 
@@ -125,7 +131,7 @@ const char* contention_kind_name(ContentionKind kind) {
 ContentionVerdict judge_contention(const ContentionInputs& in) {
   ContentionVerdict v;
   v.inputs = in;
-  v.blocking = in.rusage_blocked > 0;
+  v.blocking = in.rusage_blocked > 0 || in.slow_slept > 0;
   v.oversubscribed = in.cpus > 0 && in.max_live_threads > in.cpus;
   auto set = [&](ContentionKind kind, ContentionReason reason, double confidence) {
     v.kind = kind;
@@ -174,8 +180,22 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   // inside — a lock handed over before its holder's call ends (a sleeping lock whose holder wakes
   // the next thread after releasing it), or interference that is no lock at all (shared caches,
   // page faults, the kernel).  Both have been measured; the run cannot tell them apart.
+  // Slow calls that sleep inside the allocator tell the two apart: interference slows a call on
+  // its CPU, or takes the CPU away (an involuntary switch); a thread that sleeps inside an
+  // allocator call waits for something another thread holds.  With met calls slower also when
+  // every other thread inside was in another size class, that is one sleeping lock for all
+  // classes.  (A few locks shared by many threads, an allocator with fewer arenas than threads,
+  // look the same.)
+  const bool sleeps_inside = in.slow_slept >= kMinSlept &&
+                             static_cast<double>(in.slow_slept) >= kSleptShare * static_cast<double>(in.slow_switched);
   if (slower) {
-    set(ContentionKind::Unsure, ContentionReason::SlowerWithoutTurns, 0);
+    const SlowerMeasure& x = a.across;
+    if (sleeps_inside && x.value && x.low() > kExcludedAbove && a.uncontended_share < kSleepLockParallelBelow) {
+      set(ContentionKind::GlobalLock, ContentionReason::SleepWhenMet,
+          normal_cdf((*x.value - kExcludedAbove) / std::max(1e-9, x.se)));
+    } else {
+      set(ContentionKind::Unsure, ContentionReason::SlowerWithoutTurns, 0);
+    }
     return v;
   }
   if (!s.value || !q.value) {
@@ -193,8 +213,9 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   // standard errors), allocations that met allocations included.
   const bool parallel = q.low() > kTurnsBelow && *s.value + 3 * se < kParallelBelow &&
                         (!b.value || b.high() < kByAllocatingBelow) && (!r.value || r.high() < kByAllocatingBelow);
-  const bool sleeping = in.rusage_blocked >= kMinBlockedSamples &&
-                        static_cast<double>(in.rusage_blocked) >= kSleepingShare * static_cast<double>(in.rusage_samples);
+  const bool sleeping = sleeps_inside || (in.rusage_blocked >= kMinBlockedSamples &&
+                                          static_cast<double>(in.rusage_blocked) >=
+                                              kSleepingShare * static_cast<double>(in.rusage_samples));
   if (parallel && sleeping) {
     set(ContentionKind::Unsure, ContentionReason::Sleeping, 0);
     return v;

@@ -27,6 +27,15 @@ std::string ends_text(const CoincidenceMeasure& q, double near_ns) {
                      near_ns, *q.value, std::max(0.0, q.low()), q.high());
 }
 
+// "12 of 80 timed calls of 2 µs or more slept inside the allocator"
+std::string slept_text(const ContentionInputs& in) {
+  if (in.slow_switched) {
+    return fmt::format("{} of {} timed calls of 2 µs or more slept inside the allocator", in.slow_slept,
+                       in.slow_switched);
+  }
+  return fmt::format("{} of {} sampled calls slept in the kernel", in.rusage_blocked, in.rusage_samples);
+}
+
 }  // namespace
 
 std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
@@ -69,6 +78,13 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                    "({} calls); bounds {:.2f}–{:.2f}",
                                    a.by_running.met, a.by_running.low(), a.by_running.high())});
     }
+    if (a.across.value) {
+      items.push_back({"met_slower_across_classes", *a.across.value,
+                       fmt::format("the same for the calls whose other threads inside were all in other size classes "
+                                   "(a lock per class leaves them as fast as calls made alone) ({} calls); bounds "
+                                   "{:.2f}–{:.2f}",
+                                   a.across.met, a.across.low(), a.across.high())});
+    }
     items.push_back({"classes_excluded", a.contended_share,
                      "share of those calls in size classes where calls clearly wait for each other"});
     items.push_back({"classes_parallel", a.uncontended_share,
@@ -86,6 +102,16 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  in.rusage_samples)});
     items.push_back({"preempted_calls", static_cast<double>(in.rusage_preempted) / samples,
                      "the share preempted inside the call (an involuntary switch: the CPU was taken, not a lock)"});
+  }
+  if (in.slow_switched) {
+    const double slow = static_cast<double>(in.slow_switched);
+    items.push_back({"slow_calls_slept", static_cast<double>(in.slow_slept) / slow,
+                     fmt::format("of {} timed calls of 2 µs or more whose context switches were read, the share that "
+                                 "slept in the kernel inside the call (a voluntary switch: waiting for a lock that "
+                                 "sleeps, or a system call that waits)",
+                                 in.slow_switched)});
+    items.push_back({"slow_calls_preempted", static_cast<double>(in.slow_preempted) / slow,
+                     "the share of them only preempted (an involuntary switch: the CPU was taken, not a lock)"});
   }
   if (in.cpus) {
     items.push_back({"threads_per_cpu", static_cast<double>(in.max_live_threads) / in.cpus,
@@ -151,9 +177,14 @@ std::string contention_reason(const ContentionVerdict& v) {
                          "the allocator since before the window",
                          measure_text(a));
     case ContentionReason::Sleeping:
-      return fmt::format("calls that met another thread were not slower ({}), but {} of {} sampled calls slept "
-                         "in the kernel: a lock may be at work that the measure does not see",
-                         measure_text(a), in.rusage_blocked, in.rusage_samples);
+      return fmt::format("calls that met another thread were not slower ({}), but {}: a lock may be at work that "
+                         "the measure does not see",
+                         measure_text(a), slept_text(in));
+    case ContentionReason::SleepWhenMet:
+      return fmt::format("calls that met another thread inside were slower than calls made alone ({}), also when "
+                         "every other thread inside was in another size class ({}), and {}: threads sleep inside "
+                         "the allocator waiting for each other in every size class",
+                         measure_text(a), slower_text(a.across), slept_text(in));
   }
   return "";
 }

@@ -90,6 +90,13 @@ struct Pass1 {
   SweepTotals sweep;
 };
 
+// A slow call whose context switches are known: one the shim read them for (kEvSwitches), or one
+// of the rusage probe's that lasted kSwitchSlowNs or longer.
+bool switches_known_slow(const format::Event& e, uint64_t slow_ticks) {
+  if (e.flags & format::kEvSwitches) return true;
+  return (e.flags & format::kEvRusage) && e.duration_ticks >= slow_ticks;
+}
+
 // Off-CPU time of a rusage-sampled call that blocked, in ticks; 0 when it did not block.
 double blocked_wait_ticks(const format::Event& e, double duration, double ticks_per_us) {
   if (!(e.flags & format::kEvRusage) || e.nvcsw == 0) return 0;
@@ -337,6 +344,7 @@ struct Pass2 {
   uint64_t contended = 0, classified = 0;
   ExclusionTally exclusion;    // timed durations by class, met or alone at their start
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;
+  uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;  // slow calls with known switches
   SweepTotals sweep;
 };
 
@@ -560,6 +568,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   const double hz0 = cal0 && cal0->tick_hz ? static_cast<double>(cal0->tick_hz) : 1e9;
   const SweepConfig sweep_config = cal0 ? sweep_config_for(*cal0, hz0) : SweepConfig{};
   const double ticks_per_us0 = hz0 / 1e6;
+  const uint64_t switch_slow_ticks = static_cast<uint64_t>(std::llround(hz0 * 1e-9 * format::kSwitchSlowNs));
 
   // ---- pass 1 ----
   Pass1 p1;
@@ -644,7 +653,15 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   CoincidenceTally coincidence(clock_step_of(p1.raw.counts(), p1.raw.total()),
                                static_cast<uint64_t>(std::ceil(profile.clock.hz() * kCoincidenceNearSeconds)));
   std::vector<CallEnd> ends;
-  WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
+  // Pass 2 knows the allocator's size classes: inside_same_class compares calls by them.
+  SweepConfig sweep_config2 = sweep_config;
+  sweep_config2.class_key = [&](const format::Event& e) -> uint32_t {
+    if (e.bucket == kBucketUnknown) return kUnknownClassKey;
+    uint64_t size = e.size;
+    if (e.size == 0xffffffffu && e.bucket < kSizeBuckets) size = std::max<uint64_t>(size, bucket_lo(e.bucket));
+    return static_cast<uint32_t>(class_of(size));
+  };
+  WindowSweep sweep2(sweep_config2, [&](std::span<const SweepItem> items, const WindowInfo& info) {
     timeline.add_window(info);
     ends.clear();
     if (!info.late) p2.clusters.begin_window();
@@ -697,6 +714,11 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
         p2.rusage_blocked += e.nvcsw > 0;
         p2.rusage_preempted += e.nivcsw > 0;
       }
+      if (switches_known_slow(e, switch_slow_ticks)) {
+        ++p2.slow_switched;
+        p2.slow_slept += e.nvcsw > 0;
+        p2.slow_preempted += e.nvcsw == 0 && e.nivcsw > 0;
+      }
       if (it.inside >= 0) {
         ends.push_back(CallEnd{e.start_tick + e.duration_ticks, it.thread,
                                e.bucket == kBucketUnknown ? kUnknownClass : static_cast<uint32_t>(cls)});
@@ -705,7 +727,8 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
         const CallGroup group = releases(e.op) ? CallGroup::Freeing : CallGroup::Allocating;
         p2.exclusion.add(group, cls, static_cast<uint32_t>(it.inside),
                          static_cast<uint32_t>(std::max(0, it.inside_allocating)),
-                         static_cast<uint32_t>(std::max(0, it.inside_running)), e.duration_ticks);
+                         static_cast<uint32_t>(std::max(0, it.inside_running)),
+                         static_cast<uint32_t>(std::max(0, it.inside_same_class)), e.duration_ticks);
       }
       if (it.inside >= 0) {
         ++acc.classified;
@@ -1408,6 +1431,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   evidence.rusage_samples = p2.rusage_samples;
   evidence.rusage_blocked = p2.rusage_blocked;
   evidence.rusage_preempted = p2.rusage_preempted;
+  evidence.slow_switched = p2.slow_switched;
+  evidence.slow_slept = p2.slow_slept;
+  evidence.slow_preempted = p2.slow_preempted;
   if (profile.process) {
     const auto& info = profile.process->info;
     evidence.cpus = info.cpus_allowed ? info.cpus_allowed : info.cpus_online;

@@ -110,6 +110,11 @@ void configure_sampling(const format::Calibration& c) {
   // window (large N) a fast thread would read the clock on every call.
   s.check_gap = s.window_len / 8 > c.tick_hz / 1000000 ? s.window_len / 8 : c.tick_hz / 1000000;
   s.flush_interval = c.tick_hz / 4;  // 250 ms
+  // A timed call of 2 µs or more gets its context switches (recorder.cpp note_switches): a thread
+  // that slept or waited for a CPU was away that long at least.  Each costs a getrusage (~0.25 µs
+  // here), at most one per 2 µs of timed time, and only in trace mode's absence: with every call
+  // timed and N < 8 that would be up to 12 % of the run, so the probe alone samples there.
+  s.switch_ticks = !g_trace && s.sample_every >= 8 ? c.tick_hz * format::kSwitchSlowNs / 1000000000 : 0;
 }
 
 // Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.
@@ -286,7 +291,8 @@ bool write_calibration_chunk() {
   c.window_shift = g_sampling.window_shift;
   c.mode_flags = (g_trace ? format::kModeTrace : 0) |
                  (g_sampling.stack_every ? format::kModeStacks : 0) | format::kModeWindowPhase |
-                 format::kModeCxxOperators | (g_lock_waits ? format::kModeLocks : 0);
+                 format::kModeCxxOperators | (g_lock_waits ? format::kModeLocks : 0) |
+                 (g_sampling.switch_ticks ? format::kModeSwitches : 0);
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(

@@ -108,6 +108,7 @@ void flush_in_place(Slot* s) {
   const int saved = errno;
   flush_slot(s, format::ThreadState::Running);
   errno = saved;
+  t_ctx.sw_valid = 0;  // a write may sleep: the switch reading no longer stands for the next call
 }
 
 }  // namespace
@@ -164,6 +165,44 @@ uint32_t next_check_interval(ThreadCtx& t, uint64_t now, const SamplingConfig& c
 }  // namespace
 
 namespace {
+
+// The context switches of a slow timed call (format.h kEvSwitches), without a read before it:
+// the thread's switch counts are read after every slow call and after every call that follows a
+// gap longer than switch_ticks, and the reading stays good while the thread's timed calls follow
+// each other closely: a thread cannot sleep, or wait for a CPU, in less than switch_ticks between
+// two calls, so the switches since the last reading happened inside this call.  Those reads are
+// bounded by window_len / switch_ticks per window and thread; `read`: one taken after the call
+// already (the rusage probe).
+void note_switches(ThreadCtx& t, format::Event& e, uint64_t t0, uint64_t t1, const format::Rusage* read) {
+  const uint64_t gap = g_sampling.switch_ticks;
+  if (gap == 0) return;
+  const bool good = t.sw_valid && t0 >= t.sw_end && t0 - t.sw_end < gap;
+  const bool slow = t1 - t0 >= gap;
+  if (good && !slow && !read) {
+    t.sw_end = t1;
+    return;
+  }
+  format::Rusage now;
+  if (!read) {
+    read_thread_rusage(now);
+    read = &now;
+  }
+  if (read->nvcsw == ~uint64_t{0}) {
+    t.sw_valid = 0;
+    return;
+  }
+  // A forked child's thread starts its counts anew: a reading above the present one is its parent's.
+  const bool ordered = read->nvcsw >= t.sw_nvcsw && read->nivcsw >= t.sw_nivcsw;
+  if (good && slow && ordered && !(e.flags & format::kEvRusage)) {
+    e.flags |= format::kEvSwitches;
+    e.nvcsw = saturate8(read->nvcsw - t.sw_nvcsw);
+    e.nivcsw = saturate8(read->nivcsw - t.sw_nivcsw);
+  }
+  t.sw_valid = 1;
+  t.sw_nvcsw = read->nvcsw;
+  t.sw_nivcsw = read->nivcsw;
+  t.sw_end = t1;
+}
 
 // The rusage probe of 1 timed call in cpu_sample_every; `now` is the call's start tick so far.
 uint64_t maybe_sample_cpu(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
@@ -237,10 +276,12 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
   const uint64_t size = call.size;
   const bool failed = call.failed;
   format::Event e{};
+  format::Rusage ru1;
+  bool read = false;
   if (t.cpu_sampled) {
     t.cpu_sampled = 0;
-    format::Rusage ru1;
     read_thread_rusage(ru1);
+    read = true;
     if (ru1.utime_us != ~uint64_t{0} && t.ru0.utime_us != ~uint64_t{0}) {
       e.flags |= format::kEvRusage;
       e.cpu_us = saturate16((ru1.utime_us + ru1.stime_us) - (t.ru0.utime_us + t.ru0.stime_us));
@@ -249,6 +290,7 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
       e.minflt = saturate16(ru1.minflt - t.ru0.minflt);
     }
   }
+  if (!g_trace) note_switches(t, e, t0, t1, read ? &ru1 : nullptr);
   const uint64_t d = t1 - t0;
   const uint16_t row = latency_row(s, op, bucket);
   if (row) {
@@ -288,6 +330,7 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
     const int saved = errno;
     flush_buffers(s);
     errno = saved;
+    t_ctx.sw_valid = 0;
   }
 }
 

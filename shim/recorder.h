@@ -45,6 +45,10 @@ struct ThreadCtx {
   // The thread's next timing window (window_phase.h): the one in progress, or the next to open.
   uint64_t next_open;     // its first tick
   uint64_t next_close;    // its end; 0 with next_open 0: not known yet
+  // The thread's switch counts when its last timed call ended (note_switches in recorder.cpp).
+  uint64_t sw_nvcsw, sw_nivcsw;
+  uint64_t sw_end;        // the tick they stand for
+  uint32_t sw_valid;
 };
 
 extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
@@ -70,6 +74,7 @@ struct SamplingConfig {
   uint64_t flush_interval;     // ticks between a thread's periodic flushes
   uint32_t stack_every;        // a stack on 1 timed call in this many (0: no stacks)
   uint64_t stack_slow_ticks;   // and on every timed call at least this slow
+  uint64_t switch_ticks;       // a timed call this slow gets its context switches (kEvSwitches); 0: none
 };
 extern SamplingConfig g_sampling;
 extern bool g_exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1

@@ -109,6 +109,9 @@ constexpr uint64_t kModeCxxOperators = 1u << 3;
 // The shim traced the program's contended pthread lock waits (LockWaits chunks): without the
 // flag, a profile says nothing about locks outside the allocator.
 constexpr uint64_t kModeLocks = 1u << 4;
+// Slow timed calls carry their context switches (kEvSwitches): without the flag (profiles written
+// before, or sampling too dense for it), only the rusage probe's calls do.
+constexpr uint64_t kModeSwitches = 1u << 5;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -127,7 +130,7 @@ struct Calibration {
   uint64_t thread_cputime_ticks; // clock_gettime(CLOCK_THREAD_CPUTIME_ID)
   uint64_t minor_fault_ticks;    // first touch of a fresh anonymous page (a minor fault)
   uint64_t mode_flags;           // kModeTrace | kModeStacks | kModeWindowPhase | kModeCxxOperators
-                                 // | kModeLocks
+                                 // | kModeLocks | kModeSwitches
   uint32_t stack_every;          // with kModeStacks: a stack on 1 timed call in this many
   uint32_t stack_slow_ticks;     // with kModeStacks: and on every call at least this slow
   uint64_t window_seed;          // with kModeWindowPhase: the seed of the windows' offsets; was
@@ -197,6 +200,12 @@ static_assert(sizeof(EventsHeader) == 16);
 constexpr uint16_t kEvFailed = 1u << 0;     // the call failed
 constexpr uint16_t kEvClamped = 1u << 1;    // duration did not fit in 32 bits: clamped
 constexpr uint16_t kEvRusage = 1u << 2;     // the rusage fields below are valid
+// nvcsw and nivcsw (only) are valid: a slow call's switches, read after it against a reading the
+// thread took when it could not have slept since (the shim's note_switches, docs/analysis.md).
+constexpr uint16_t kEvSwitches = 1u << 3;
+// The shortest call that gets kEvSwitches: a thread that slept, or waited for a CPU, was away at
+// least this long, so a shorter gap between two calls cannot hold a switch.
+constexpr uint64_t kSwitchSlowNs = 2000;
 // One timed call.  When kEvRusage is set, the thread's rusage was read right before and after
 // the call: cpu_us = (utime+stime) delta, and the voluntary/involuntary context switches and
 // minor faults during the call (each saturated at its field's maximum).

@@ -3,6 +3,8 @@
  *
  *   SPIN_ALLOC_RANGE=lo-hi   sizes delayed, inclusive (default 256-511)
  *   SPIN_ALLOC_NS=n          busy-wait per delayed call, in ns of CLOCK_MONOTONIC (default 2000)
+ *   SPIN_ALLOC_SLEEP=1       sleep that long instead (nanosleep: the thread leaves the CPU, a
+ *                            voluntary context switch, as a thread waiting for a sleeping lock does)
  *   SPIN_ALLOC_REPORT=path   at exit, write the number of delayed calls there (decimal, newline)
  *
  * The wait reads clock_gettime(CLOCK_MONOTONIC) (the vDSO: no system call) until n ns have passed
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 static uint64_t range_lo = 256, range_hi = 511, spin_ns = 2000;
+static int sleep_instead;
 static uint64_t delayed;  /* atomic */
 static pthread_once_t configured = PTHREAD_ONCE_INIT;
 
@@ -48,6 +51,8 @@ static void configure(void) {
   }
   const char *ns = getenv("SPIN_ALLOC_NS");
   if (ns) spin_ns = parse_u64(&ns, spin_ns);
+  const char *sleep_mode = getenv("SPIN_ALLOC_SLEEP");
+  sleep_instead = sleep_mode && *sleep_mode == '1';
 }
 
 static uint64_t now_ns(void) {
@@ -63,6 +68,11 @@ static void family_before_malloc(size_t n) {
   pthread_once(&configured, configure);
   if (n < range_lo || n > range_hi || spin_ns == 0) return;
   const uint64_t start = now_ns();
+  if (sleep_instead) {
+    struct timespec ts = {(time_t)(spin_ns / 1000000000u), (long)(spin_ns % 1000000000u)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+  }
   while (now_ns() - start < spin_ns) {
   }
   __atomic_add_fetch(&delayed, 1, __ATOMIC_RELAXED);

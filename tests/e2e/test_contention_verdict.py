@@ -66,9 +66,12 @@ class VerdictCase(E2ETestCase):
             self.assertIn("cannot be told", j["verdict"]["text"])
         elif c["verdict"] == "global_lock":
             self.assertIn("one global lock", j["verdict"]["text"])
-            # Called a lock only when calls were seen taking turns (docs/analysis.md).
+            # Called a lock only when calls were seen taking turns, or when met calls were slower
+            # also beside other size classes while slow calls slept inside (docs/analysis.md).
             kinds = {e["kind"]: e["value"] for e in c["evidence"]}
-            self.assertLess(kinds["ends_coincide"], 0.9, c)
+            if kinds.get("ends_coincide", 1.0) >= 0.9:
+                self.assertGreater(kinds["met_slower_across_classes"], 0.55, c)
+                self.assertGreaterEqual(kinds["slow_calls_slept"], 0.05, c)
         elif c["verdict"] == "none":
             self.assertIn("do not wait for each other", j["verdict"]["text"])
             self.assertNotIn("global lock", j["verdict"]["text"])
@@ -122,6 +125,38 @@ class GlobalLocks(VerdictCase):
     def test_global_spin_lock_beside_a_cpu_hog(self):
         with CpuHog():
             self.assert_lock(self.verdict("harness-glibc", 2, 600_000, allocator=test_allocator("spinlock"))[0])
+
+
+class SwitchesInsideSlowCalls(VerdictCase):
+    """Slow timed calls carry their context switches: a call that sleeps inside the allocator is
+    told from one that spins there (docs/analysis.md, "Contention verdict")."""
+
+    def slow_calls(self, sleep):
+        env = {"SPIN_ALLOC_RANGE": "256-511", "SPIN_ALLOC_NS": "20000", "SPIN_ALLOC_SLEEP": "1" if sleep else "0"}
+        run = self.record([target("harness-glibc"), "2", "150000"], allocator=test_allocator("spin"), env=env,
+                          out=f"slow-{int(sleep)}.asp")
+        self.assertEqual(run.rc, 0, run.stderr)
+        proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        c = json.loads(proc.stdout)["contention"]
+        kinds = {e["kind"]: e for e in c["evidence"]}
+        self.assertIn("slow_calls_slept", kinds, c)
+        # "of N timed calls of 2 µs or more whose context switches were read"
+        n = int(kinds["slow_calls_slept"]["meaning"].split()[1].replace(",", ""))
+        # A quarter of the harness's mallocs are in range (256-511 B of 16-1039 B), each 20 µs:
+        # in windows of 1/64 of the time, hundreds of them.
+        self.assertGreaterEqual(n, 50, c)
+        return kinds["slow_calls_slept"]["value"], kinds["slow_calls_preempted"]["value"]
+
+    def test_calls_that_sleep_are_seen_sleeping(self):
+        slept, _ = self.slow_calls(sleep=True)
+        self.assertGreaterEqual(slept, 0.8)
+
+    def test_calls_that_spin_are_never_seen_sleeping(self):
+        # A busy wait leaves the CPU only when preempted: an involuntary switch, never a voluntary one
+        # (the few other slow calls, glibc growing its heap, may sleep on the kernel's own locks).
+        slept, _ = self.slow_calls(sleep=False)
+        self.assertLessEqual(slept, 0.05)
 
 
 class NoGlobalLock(VerdictCase):

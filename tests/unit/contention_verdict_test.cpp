@@ -146,6 +146,69 @@ TEST(ContentionVerdict, SlowerMetCallsWithoutTurnsAreUnsure) {
   EXPECT_FALSE(contention_advice(v).empty());
 }
 
+// `c` with its met calls all beside calls of other size classes (met_across = met), or none.
+ExclusionCell across(ExclusionCell c, bool all_across = true) {
+  if (all_across) c.met_across = c.met;
+  return c;
+}
+
+TEST(ContentionVerdict, SlowerMetCallsThatSleepAcrossClassesAreOneSleepingLock) {
+  // A sleeping lock handed over before its holder's call ends: no turns, met calls slower, also
+  // beside calls of other classes, and slow calls sleep inside the allocator.
+  ContentionInputs in = inputs({across(cell(1000, 10, 1000, 11)), across(cell(800, 30, 900, 31))});
+  in.slow_switched = 100;
+  in.slow_slept = 30;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(v.reason, ContentionReason::SleepWhenMet);
+  EXPECT_TRUE(v.blocking);
+  EXPECT_GT(v.confidence, 0.9);
+  EXPECT_NE(contention_reason(v).find("30 of 100 timed calls of 2 µs or more slept"), std::string::npos);
+}
+
+TEST(ContentionVerdict, SleepingWithoutSlowerMetCallsAcrossClassesIsUnsure) {
+  // A lock per size class: met calls beside calls of other classes are as fast as alone ones.
+  ContentionInputs in = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  std::vector<ExclusionCell> cells = {cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)};
+  cells[0].met_across.add(10, 500);
+  cells[0].met_across.add(11, 500);
+  cells[1].met_across.add(30, 450);
+  cells[1].met_across.add(31, 450);
+  in.allocating = measure_exclusion(cells);
+  ASSERT_TRUE(in.allocating.across.value);
+  EXPECT_LT(in.allocating.across.high(), 0.55);
+  in.slow_switched = 100;
+  in.slow_slept = 30;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::SlowerWithoutTurns);
+}
+
+TEST(ContentionVerdict, SlowerMetCallsThatNeverSleepAreUnsure) {
+  // Interference (caches, preemption) slows met calls too, but no slow call sleeps inside.
+  ContentionInputs in = inputs({across(cell(1000, 10, 1000, 11)), across(cell(800, 30, 900, 31))});
+  in.slow_switched = 400;
+  in.slow_slept = 4;  // fewer than 5: a system call that waited, not a lock
+  in.slow_preempted = 100;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::SlowerWithoutTurns);
+  in.slow_slept = 15;  // 5 or more, but under 5 % of the slow calls
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::Unsure);
+}
+
+TEST(ContentionVerdict, ParallelCallsThatSleepAreUnsure) {
+  // Ends coincide, met calls no slower, yet slow calls sleep inside the allocator: a lock the
+  // measures do not see (threads asleep since before the window) is not ruled out.
+  ContentionInputs in = inputs({across(cell(40000, 10, 40000, 10))}, {}, ends(1.0, 0.01));
+  ASSERT_EQ(judge_contention(in).kind, ContentionKind::None);
+  in.slow_switched = 60;
+  in.slow_slept = 20;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::Sleeping);
+}
+
 TEST(ContentionVerdict, AllocationsSlowedByAllocationsCountAsSlower) {
   // Musl's shape: a call that meets a free (mostly lock-free) does not wait; one that meets an
   // allocating call does.  Met calls: 1000 beside a free (as long as alone ones), 100 beside an
