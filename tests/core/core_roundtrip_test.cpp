@@ -12,7 +12,7 @@
 #include "allocscope/buckets.h"
 #include "allocscope/ops.h"
 #include "allocscope_core.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 namespace fs = std::filesystem;
 using namespace allocscope;

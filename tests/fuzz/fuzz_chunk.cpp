@@ -10,11 +10,11 @@
 #include <span>
 #include <variant>
 
-#include "chunk_decode.h"
-#include "format_names.h"
+#include "profile/chunk_decode.h"
+#include "profile/format_names.h"
 #include "fuzz_target.h"
-#include "profile_error.h"
-#include "trace_decode.h"
+#include "profile/profile_error.h"
+#include "profile/trace_decode.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;

@@ -12,11 +12,11 @@
 #include <cstdint>
 #include <string>
 
-#include "dump.h"
+#include "render/dump.h"
 #include "fuzz_target.h"
-#include "profile.h"
-#include "profile_error.h"
-#include "trace_decode.h"
+#include "profile/profile.h"
+#include "profile/profile_error.h"
+#include "profile/trace_decode.h"
 
 namespace {
 

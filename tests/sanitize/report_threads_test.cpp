@@ -14,11 +14,11 @@
 #include "../unit/temp_dir.h"
 #include "../unit/test_profile_writer.h"
 #include "allocscope/ops.h"
-#include "cost_model.h"
-#include "diff.h"
-#include "profile_error.h"
-#include "report.h"
-#include "side_by_side.h"
+#include "model/cost_model.h"
+#include "model/diff.h"
+#include "profile/profile_error.h"
+#include "render/report.h"
+#include "util/side_by_side.h"
 
 namespace allocscope {
 namespace {

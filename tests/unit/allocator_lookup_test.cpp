@@ -1,5 +1,5 @@
 // Allocator name/path -> library lookup (analyzer/allocator_lookup.h).
-#include "allocator_lookup.h"
+#include "run/allocator_lookup.h"
 
 #include <gtest/gtest.h>
 

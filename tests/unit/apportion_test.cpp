@@ -1,5 +1,5 @@
 // The one estimate of allocator time, split over a view's rows (apportion.h).
-#include "apportion.h"
+#include "model/apportion.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Running a child like a shell: exit statuses, exec failures, pid-dependent values, signals.
-#include "child_process.h"
+#include "run/child_process.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

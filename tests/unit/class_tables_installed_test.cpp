@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "allocator_lookup.h"
-#include "class_tables.h"
+#include "run/allocator_lookup.h"
+#include "model/class_tables.h"
 
 namespace allocscope {
 namespace {

@@ -1,7 +1,7 @@
 // Size-class tables (analyzer/class_tables.h): invariants of every table, each table against an
 // independent re-derivation from its allocator's algorithm, spot checks, and the bucket-to-class
 // split.
-#include "class_tables.h"
+#include "model/class_tables.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // `allocscope compare`: its command line, the order of the runs, medians (analyzer/compare.h).
-#include "compare.h"
+#include "run/compare.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // completion_coincidence_test.cpp — the measure of calls taking turns (completion_coincidence.h) on
 // streams of ends with known answers: independent threads, threads that take turns, and ends on a
 // coarse clock's grid at different phases.
-#include "completion_coincidence.h"
+#include "model/completion_coincidence.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // contention_verdict_test.cpp — the measure of exclusion and the verdict rules of docs/analysis.md
 // ("Contention verdict"), on tallies with known answers.
-#include "contention_verdict.h"
+#include "model/contention_verdict.h"
 
-#include "contention_wording.h"
+#include "render/contention_wording.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The cost model behind `allocscope report`, on synthetic profiles whose answers are known exactly:
 // the fast / slow / waiting split, the serialization index, the error bound, the apportioning of
 // frees whose size was not taken, and the pieces it is built from (FineHistogram, WindowSweep).
-#include "cost_model.h"
+#include "model/cost_model.h"
 
 #include <gtest/gtest.h>
 
@@ -11,13 +11,13 @@
 
 #include "allocscope/buckets.h"
 #include "allocscope/ops.h"
-#include "diff.h"
-#include "fine_histogram.h"
+#include "model/diff.h"
+#include "util/fine_histogram.h"
 #include "mini_json.h"
-#include "report.h"
+#include "render/report.h"
 #include "temp_dir.h"
 #include "test_profile_writer.h"
-#include "window_sweep.h"
+#include "model/window_sweep.h"
 
 namespace allocscope {
 namespace {

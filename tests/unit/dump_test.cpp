@@ -1,5 +1,5 @@
 // `allocscope dump`: the JSON document is valid, has the documented shape, and its numbers add up.
-#include "dump.h"
+#include "render/dump.h"
 
 #include <gtest/gtest.h>
 

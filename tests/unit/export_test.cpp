@@ -11,13 +11,13 @@
 #include <sstream>
 
 #include "allocscope/ops.h"
-#include "callsites.h"
-#include "elf_symbols.h"
-#include "export.h"
+#include "model/callsites.h"
+#include "symbols/elf_symbols.h"
+#include "export/export.h"
 #include "mini_json.h"
-#include "symbolize.h"
+#include "symbols/symbolize.h"
 #include "temp_dir.h"
-#include "text_table.h"
+#include "util/text_table.h"
 #include "test_profile_writer.h"
 
 extern "C" __attribute__((noinline, used)) int allocscope_test_alpha_site(int x) {

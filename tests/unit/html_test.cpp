@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "html_charts.h"
-#include "html_page.h"
-#include "html_report.h"
-#include "html_svg.h"
+#include "render/html_charts.h"
+#include "render/html_page.h"
+#include "render/html_report.h"
+#include "render/html_svg.h"
 
 namespace allocscope {
 namespace {

@@ -1,5 +1,5 @@
 // The JSON string escaper and writer (analyzer/json_writer.h).
-#include "json_writer.h"
+#include "util/json_writer.h"
 
 #include <gtest/gtest.h>
 

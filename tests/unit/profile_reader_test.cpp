@@ -1,5 +1,5 @@
 // ProfileReader: chunk framing, checksums, payload validation, truncation.
-#include "profile_reader.h"
+#include "profile/profile_reader.h"
 
 #include <gtest/gtest.h>
 

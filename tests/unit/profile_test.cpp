@@ -1,5 +1,5 @@
 // The profile model: snapshot rules, events, clock conversion, totals and their invariants.
-#include "profile.h"
+#include "profile/profile.h"
 
 #include <gtest/gtest.h>
 

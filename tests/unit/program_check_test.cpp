@@ -1,5 +1,5 @@
 // Command resolution and the "can LD_PRELOAD observe it" check (analyzer/program_check.h).
-#include "program_check.h"
+#include "run/program_check.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>

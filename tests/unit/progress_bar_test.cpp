@@ -1,5 +1,5 @@
 // Progress on stderr: a bar redrawn in place on a terminal, one line per step elsewhere.
-#include "progress_bar.h"
+#include "util/progress_bar.h"
 
 #include <gtest/gtest.h>
 

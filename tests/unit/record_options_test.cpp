@@ -1,5 +1,5 @@
 // `allocscope record` command line and LD_PRELOAD composition (analyzer/record.h).
-#include "record.h"
+#include "run/record.h"
 
 #include <gtest/gtest.h>
 

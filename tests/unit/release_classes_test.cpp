@@ -1,6 +1,6 @@
 // The rule that puts releases in size classes (release_classes.h): own blocks first, then other
 // threads' kept blocks; exact thread and class totals; free(NULL) stays in the class of 0 B.
-#include "release_classes.h"
+#include "model/release_classes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // Shapes merged across adjacent size classes: which classes form a run, the groups of one trace
 // and of the difference between two, with known answers.
-#include "shape_groups.h"
+#include "model/shape_groups.h"
 
 #include <gtest/gtest.h>
 
 #include "allocscope/buckets.h"
 #include "allocscope/ops.h"
 #include "mini_json.h"
-#include "shapes.h"
+#include "model/shapes.h"
 #include "temp_dir.h"
 #include "test_profile_writer.h"
 

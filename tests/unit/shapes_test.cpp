@@ -1,6 +1,6 @@
 // Shapes of synthetic traces: lifetimes, cross-thread frees, realloc chains, leaks, live bytes,
 // concurrency and the serialization index, all with known answers; and diff attribution.
-#include "shapes.h"
+#include "model/shapes.h"
 
 #include <gtest/gtest.h>
 

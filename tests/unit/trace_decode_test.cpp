@@ -1,5 +1,5 @@
 // Trace, Stacks and Modules chunks: decoding, validation of every varint, and the merged order.
-#include "trace_decode.h"
+#include "profile/trace_decode.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "allocscope/buckets.h"
 #include "allocscope/ops.h"
-#include "profile.h"
+#include "profile/profile.h"
 #include "temp_dir.h"
 #include "test_profile_writer.h"
 

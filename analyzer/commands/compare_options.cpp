@@ -1,0 +1,128 @@
+// compare_options.cpp — the command line of `allocscope compare` (compare.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "run/compare.h"
+#include "run/record.h"
+
+namespace allocscope {
+
+namespace {
+
+constexpr unsigned kMaxRuns = 1000;
+
+unsigned parse_runs(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long value = std::strtoul(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || text[0] == '-' || text[0] == '+' || value < 1 ||
+      value > kMaxRuns) {
+    throw UsageError(fmt::format("compare: --runs needs a whole number from 1 to {}, not '{}'", kMaxRuns, text));
+  }
+  return static_cast<unsigned>(value);
+}
+
+std::vector<std::string> parse_allocator_list(const std::string& text) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) {
+      throw UsageError(fmt::format("compare: --allocators takes a comma-separated list of names or paths, not '{}'",
+                                   text));
+    }
+    names.push_back(std::move(item));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return names;
+}
+
+// A variant's name appears in file names and tables.
+bool is_row_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && name != "." && name != ".." &&
+         std::all_of(name.begin(), name.end(), is_row_name_char);
+}
+
+CompareVariant parse_variant(const std::string& text) {
+  const size_t equals = text.find('=');
+  if (equals == std::string::npos || equals + 1 == text.size()) {
+    throw UsageError(fmt::format("compare: --variant needs NAME=PROGRAM, not '{}'", text));
+  }
+  CompareVariant variant{text.substr(0, equals), text.substr(equals + 1)};
+  if (!is_row_name(variant.name)) {
+    throw UsageError(fmt::format(
+        "compare: variant name '{}' must be 1 to 64 letters, digits, '.', '_', '+' or '-'", variant.name));
+  }
+  return variant;
+}
+
+}  // namespace
+
+bool is_row_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '+' || c == '-';
+}
+
+std::vector<std::string> default_compare_allocators() { return {"glibc", "jemalloc", "tcmalloc", "mimalloc", "scudo"}; }
+
+std::optional<CompareOptions> parse_compare_options(CommandArgs args) {
+  CompareOptions options;
+  bool allocators_given = false, json = false, markdown = false;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    std::string value;
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (is_help_flag(arg)) return std::nullopt;
+    if (arg.empty() || arg[0] != '-' || arg == "-") break;  // CMD
+    if (take_option_value("compare", args, i, "--allocators", "", value)) {
+      options.allocators = parse_allocator_list(value);
+      allocators_given = true;
+    } else if (take_option_value("compare", args, i, "--runs", "", value)) {
+      options.runs = parse_runs(value);
+    } else if (take_option_value("compare", args, i, "--sample", "", value)) {
+      options.sample_every = parse_sample_rate("compare", "--sample", value);
+    } else if (arg == "--locks") {
+      options.locks = true;
+    } else if (take_option_value("compare", args, i, "--variant", "", value)) {
+      options.variants.push_back(parse_variant(value));
+    } else if (take_option_value("compare", args, i, "--output", "-o", value)) {
+      if (value.empty()) throw UsageError("compare: -o needs a directory");
+      options.output_dir = value;
+    } else if (take_option_value("compare", args, i, "--html", "", value)) {
+      if (value.empty()) throw UsageError("compare: --html needs an output file");
+      options.html = value;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "--markdown") {
+      markdown = true;
+    } else if (arg == "--force") {
+      options.force = true;
+    } else if (arg == "--keep") {
+      options.keep = true;
+    } else {
+      throw UsageError(fmt::format("compare: unknown option '{}'", arg));
+    }
+  }
+  options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (options.command.empty()) throw UsageError("compare: missing CMD");
+  if (json && markdown) throw UsageError("compare: --json and --markdown exclude each other");
+  if (!options.html.empty() && (json || markdown))
+    throw UsageError("compare: --html excludes --json and --markdown");
+  if (!options.html.empty()) options.format = CompareFormat::Html;
+  if (options.force && options.html.empty()) throw UsageError("compare: --force goes with --html");
+  if (json) options.format = CompareFormat::Json;
+  if (markdown) options.format = CompareFormat::Markdown;
+  if (!allocators_given) options.allocators = default_compare_allocators();
+  return options;
+}
+
+}  // namespace allocscope

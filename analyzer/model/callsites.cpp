@@ -1,0 +1,341 @@
+#include "model/callsites.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "model/shapes.h"
+#include "util/text_table.h"
+#include "util/units.h"
+
+namespace allocscope {
+
+namespace {
+
+using Align = TextTable::Align;
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  if (a == b) return true;
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec) && !ec) return true;
+  return base_name(a) == base_name(b);
+}
+
+bool is_cxx_wrapper(const std::string& function) {
+  return function.starts_with("operator new") || function.starts_with("operator delete");
+}
+
+// The innermost function at a frame: an inlined one when addr2line knows, else the symbol.
+std::string innermost(const FrameInfo& f) {
+  if (!f.source.empty() && !f.source.front().function.empty()) return f.source.front().function;
+  return f.name();
+}
+
+}  // namespace
+
+FrameFilter::FrameFilter(const Profile& profile, Symbolizer& symbolizer) : symbolizer_(symbolizer) {
+  const std::string allocator = profile.process ? profile.process->allocator : "";
+  const size_t n = symbolizer.modules().modules().size();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string path = symbolizer.module_path(static_cast<int>(i));
+    shim_module_.push_back(base_name(path).starts_with("liballocscope"));
+    allocator_module_.push_back(same_file(path, allocator));
+  }
+}
+
+bool FrameFilter::in_shim(const FrameInfo& f) const {
+  return f.module >= 0 && shim_module_[static_cast<size_t>(f.module)];
+}
+
+bool FrameFilter::in_allocator(const FrameInfo& f) const {
+  if (f.module >= 0 && allocator_module_[static_cast<size_t>(f.module)]) return true;
+  return is_cxx_wrapper(f.function);
+}
+
+std::optional<size_t> FrameFilter::call_site(const Stack& stack) {
+  for (size_t i = 0; i < stack.frames.size(); ++i) {
+    const FrameInfo& f = symbolizer_.frame(stack.frames[i]);
+    if (!in_shim(f) && !in_allocator(f)) return i;
+  }
+  return std::nullopt;
+}
+
+std::vector<const FrameInfo*> FrameFilter::program_frames(const Stack& stack) {
+  std::vector<const FrameInfo*> out;
+  for (const uint64_t address : stack.frames) {
+    const FrameInfo& f = symbolizer_.frame(address);
+    if (!in_shim(f)) out.push_back(&f);
+  }
+  return out;
+}
+
+CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions& options) {
+  const Profile& profile = src.profile;
+  CallSiteReport r;
+  r.file = profile.file;
+  if (profile.process) r.program = profile.process->exe;
+  r.class_table = std::string(src.table->name());
+  r.trace = src.trace;
+  r.estimated = src.estimated;
+  r.allocator_time_ns = src.allocator_time_ns;
+  r.calls = src.calls;
+  r.stacks = profile.stacks.stacks().size();
+
+  const auto symbolizer = stack_symbolizer(profile, options.source_lines);
+  FrameFilter filter(profile, *symbolizer);
+
+  struct Site {
+    std::string name, location, module;
+    std::vector<std::string> chain;
+    uint32_t inlined = 0;
+  };
+  std::map<std::string, Site> sites;          // by key
+  std::vector<std::string> site_of_stack(profile.stacks.stacks().size());
+  for (size_t i = 0; i < profile.stacks.stacks().size(); ++i) {
+    const Stack& stack = profile.stacks.stack(static_cast<StackIndex>(i));
+    const auto at = filter.call_site(stack);
+    if (!at) {
+      site_of_stack[i] = "[allocator]";
+      sites.try_emplace("[allocator]", Site{"[allocator]", "", "", {"[allocator]"}});
+      continue;
+    }
+    const FrameInfo& f = symbolizer->frame(stack.frames[*at]);
+    Site site;
+    site.name = innermost(f);
+    site.location = f.location();
+    site.module = f.module_name;
+    for (size_t k = 0; k < f.source.size(); ++k) site.chain.push_back(f.source[k].function);
+    if (site.chain.empty()) site.chain.push_back(f.name());
+    site.inlined = static_cast<uint32_t>(site.chain.size() - 1);
+    for (size_t up = *at + 1; up < stack.frames.size() && up <= *at + 2; ++up) {
+      site.chain.push_back(symbolizer->frame(stack.frames[up]).name());
+    }
+    const std::string key = fmt::format("{}\x1f{}\x1f{}", site.name, site.location, site.module);
+    site_of_stack[i] = key;
+    sites.try_emplace(key, std::move(site));
+  }
+
+  const auto classes = src.table->classes();
+  std::map<std::pair<uint32_t, std::string>, CallSiteRow> rows;  // (class, site)
+  std::set<std::string> used_sites;
+  for (const auto& [key, cost] : src.costs) {
+    const auto ns = static_cast<uint64_t>(std::llround(cost_ns(src, cost)));
+    if (key.stack == kNoStack) {
+      r.calls_without_stack += cost.calls;
+      r.time_without_stack_ns += ns;
+      continue;
+    }
+    r.calls_with_stack += cost.calls;
+    r.time_with_stack_ns += ns;
+    const std::string& site_key = site_of_stack[key.stack];
+    used_sites.insert(site_key);
+    CallSiteRow& row = rows[{key.cls, site_key}];
+    if (row.site.empty()) {
+      const Site& site = sites.at(site_key);
+      row.site = site.name;
+      row.location = site.location;
+      row.module = site.module;
+      row.chain = site.chain;
+      row.inlined = site.inlined;
+      row.size_known = key.cls != kNoClass;
+      if (row.size_known) {
+        row.lo = classes[key.cls].lo;
+        row.hi = classes[key.cls].hi;
+        row.label = std::string(classes[key.cls].label);
+      }
+    }
+    row.calls += cost.calls;
+    row.time_ns += ns;
+    row.bytes += cost.bytes;
+    row.leaked_blocks += cost.leaked;
+    row.leaked_bytes += cost.leaked_bytes;
+    if (key.op < kOpSlots) row.calls_by_op[key.op] += cost.calls;
+  }
+  r.sites = used_sites.size();
+
+  // Per class in size order (unknown sizes last), costliest first, `top` each.
+  std::map<uint32_t, std::vector<CallSiteRow>> by_class;
+  for (auto& [key, row] : rows) {
+    if (row.calls == 0 && row.leaked_blocks == 0) continue;
+    by_class[key.first].push_back(std::move(row));
+  }
+  for (auto& [cls, list] : by_class) {
+    std::stable_sort(list.begin(), list.end(), [](const CallSiteRow& a, const CallSiteRow& b) {
+      if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
+      if (a.calls != b.calls) return a.calls > b.calls;
+      return a.leaked_bytes > b.leaked_bytes;
+    });
+    if (options.top && list.size() > options.top) list.resize(options.top);
+    for (auto& row : list) r.rows.push_back(std::move(row));
+  }
+  return r;
+}
+
+CallSiteReport analyze_callsites(const std::filesystem::path& path, const CallSiteOptions& options) {
+  return callsite_report(load_estimated_stack_costs(path), options);
+}
+
+void write_callsite_fields(JsonWriter& w, const CallSiteReport& r) {
+  w.field("stack_calls", r.calls_with_stack).field("stackless_calls", r.calls_without_stack);
+  w.field("stack_time_ns", r.time_with_stack_ns).field("stackless_time_ns", r.time_without_stack_ns);
+  w.field("time_estimated", r.estimated).field("allocator_time_ns", static_cast<int64_t>(std::llround(r.allocator_time_ns)));
+  w.field("stacks", r.stacks).field("sites", r.sites);
+  w.key("callsites").begin_array();
+  for (const CallSiteRow& c : r.rows) {
+    w.begin_object();
+    w.field("site", c.site).field("location", c.location).field("module", c.module);
+    w.key("chain").begin_array();
+    for (const auto& name : c.chain) w.value(name);
+    w.end_array();
+    w.field("inlined", c.inlined);
+    w.field("size_known", c.size_known).key("lo");
+    c.size_known ? w.value(c.lo) : w.null();
+    w.key("hi");
+    c.size_known && c.hi != ~uint64_t{0} ? w.value(c.hi) : w.null();
+    w.field("label", c.label).field("calls", c.calls).field("time_ns", c.time_ns).field("bytes", c.bytes);
+    w.field("leaked_blocks", c.leaked_blocks).field("leaked_bytes", c.leaked_bytes);
+    w.key("ops").begin_object();
+    for (unsigned op = 0; op < kOpSlots; ++op) {
+      if (c.calls_by_op[op]) w.field(op_label(op), c.calls_by_op[op]);
+    }
+    w.end_object();
+    w.end_object();
+  }
+  w.end_array();
+}
+
+std::string callsites_json(const CallSiteReport& r) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.field("schema", "allocscope-callsites/1");
+  w.field("file", r.file).field("program", r.program).field("trace", r.trace);
+  w.field("class_table", r.class_table).field("calls", r.calls);
+  write_callsite_fields(w, r);
+  w.end_object();
+  out += '\n';
+  return out;
+}
+
+std::string callsites_text(const CallSiteReport& r) {
+  return fmt::format("Call sites of {}\n", r.program.empty() ? r.file : r.program) + callsites_body_text(r);
+}
+
+std::string callsites_body_text(const CallSiteReport& r, size_t width) {
+  std::string out;
+  if (r.stacks == 0) {
+    out += "  This profile holds no call stacks: record with `allocscope record --stacks` (or --trace with\n"
+           "  stacks) to attribute calls to call sites.\n";
+    return out;
+  }
+  out += fmt::format("  {} of {} {} carry a stack ({} distinct stacks, {} call sites)\n\n",
+                     group_digits(r.calls_with_stack), group_digits(r.calls), r.trace ? "calls" : "timed calls",
+                     group_digits(r.stacks), group_digits(r.sites));
+  if (r.estimated) {
+    out += fmt::format("  time: the report's estimate of allocator time, {} in all: {} at these stacks,\n"
+                       "  {} without a stack; apportioned over the stacks by their own {}\n\n",
+                       format_duration_ns(r.allocator_time_ns), format_duration_ns(static_cast<double>(r.time_with_stack_ns)),
+                       format_duration_ns(static_cast<double>(r.time_without_stack_ns)),
+                       r.trace ? "calls' times" : "timed calls (a sample)");
+  }
+  TextTable table({{"size class", Align::Left}, {"call site", Align::Left}, {"where", Align::Left},
+                   {"calls"}, {"time"}, {"bytes"}, {"leaked"}});
+  std::string last_class;
+  for (const CallSiteRow& c : r.rows) {
+    const std::string cls = c.size_known ? size_range_text(c.lo, c.hi) : "size unknown";
+    std::string chain;
+    for (size_t i = 0; i < c.chain.size(); ++i) {
+      chain += (i ? " ← " : "") + c.chain[i];
+      if (i < c.inlined) chain += " (inlined)";
+    }
+    table.add_row({cls == last_class ? "" : cls, chain, c.location.empty() ? c.module : c.location,
+                   group_digits(c.calls), format_duration_ns(static_cast<double>(c.time_ns)), format_bytes(c.bytes),
+                   c.leaked_blocks ? fmt::format("{} ({})", group_digits(c.leaked_blocks), format_bytes(c.leaked_bytes))
+                                   : ""});
+    last_class = cls;
+  }
+  if (width) {  // the chain gives way first, then where, then (as in the class tables) the class
+    table.shrink_to_fit(1, width, 20);
+    table.shrink_to_fit(2, width, 10);
+    table.shrink_to_fit(0, width, 12);
+  }
+  out += table.render();
+  return out;
+}
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: allocscope callsites FILE [--json] [--top N] [--no-lines]\n"
+    "\n"
+    "The costliest call sites of the program, per size class: calls, allocator time and bytes of\n"
+    "the calls that carry a call stack, and (traces) the blocks allocated there and never freed.\n"
+    "Symbols come from the recorded objects' ELF symbol tables; file:line from addr2line when\n"
+    "the objects have debug information.\n"
+    "\n"
+    "  --json       one JSON document instead of text\n"
+    "  --top N      call sites per size class (default 10, 0 = all)\n"
+    "  --no-lines   do not run addr2line (symbols only)\n"
+    "  -h, --help   this help\n";
+
+}  // namespace
+
+int callsites_command(CommandArgs args) {
+  std::string file;
+  bool json = false, options_done = false;
+  CallSiteOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!options_done && is_help_flag(arg)) {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    if (!options_done && arg == "--json") {
+      json = true;
+    } else if (!options_done && arg == "--no-lines") {
+      options.source_lines = false;
+    } else if (!options_done && (arg == "--top" || arg.starts_with("--top="))) {
+      std::string value = arg == "--top" ? (i + 1 < args.size() ? args[++i] : "") : arg.substr(6);
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || *end || value[0] == '-') throw UsageError(fmt::format("callsites: --top needs a number, not '{}'", value));
+      options.top = static_cast<size_t>(n);
+    } else if (!options_done && arg == "--") {
+      options_done = true;
+    } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
+      throw UsageError(fmt::format("callsites: unknown option '{}'", arg));
+    } else if (!file.empty()) {
+      throw UsageError("callsites: one FILE only");
+    } else {
+      file = arg;
+    }
+  }
+  if (file.empty()) throw UsageError("callsites: missing FILE");
+  const CallSiteReport report = analyze_callsites(file, options);
+  fmt::print("{}", json ? callsites_json(report) : callsites_text(report));
+  return 0;
+}
+
+std::unique_ptr<Symbolizer> stack_symbolizer(const Profile& profile, bool source_lines) {
+  SymbolizeOptions so;
+  if (profile.process) so.exe = profile.process->exe;
+  so.source_lines = source_lines;
+  auto symbolizer = std::make_unique<Symbolizer>(profile.modules, so);
+  std::vector<uint64_t> addresses;
+  for (const Stack& s : profile.stacks.stacks()) addresses.insert(addresses.end(), s.frames.begin(), s.frames.end());
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  symbolizer->prepare(addresses);
+  return symbolizer;
+}
+
+}  // namespace allocscope

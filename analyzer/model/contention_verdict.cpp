@@ -1,0 +1,240 @@
+// contention_verdict.cpp — the measure of exclusion and the verdict drawn from it (contention_verdict.h).
+#include "model/contention_verdict.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace allocscope {
+namespace {
+
+// Thresholds of docs/analysis.md, "Contention verdict".
+constexpr double kTurnsBelow = 0.9;          // Q's upper bound (2σ) below this: calls take turns, …
+constexpr double kDeepTurnsBelow = 0.5;      // … conclusively below this; between, met calls must wait too:
+constexpr double kCorroborateAbove = 0.52;   // … S (or S over allocating or running neighbours) above this
+constexpr double kExcludedAbove = 0.55;      // S's lower bound (2σ) above this: met calls are slower
+constexpr double kParallelBelow = 0.52;      // S's upper bound (3σ) below this: they do not
+constexpr double kByAllocatingBelow = 0.55;  // … and the same over allocating or running neighbours, if measured, below this
+constexpr double kDisturbedBelow = 0.45;     // S's upper bound (2σ) below this: the reference is disturbed
+constexpr double kClassExcluded = 0.6;       // a class is clearly excluded: S_c - 3σ above this
+constexpr double kClassParallel = 0.53;      // … clearly not: S_c + 3σ below this
+constexpr double kPartialMinExcluded = 0.10; // … or at least this share in excluded ones
+constexpr uint64_t kMinReference = 10;       // alone calls a class needs to stand for its met calls
+constexpr uint64_t kMinClassCalls = 20;      // met and alone calls a class needs to be judged alone
+constexpr uint64_t kMinBlockedSamples = 2;   // sampled calls that slept, …
+constexpr double kSleepingShare = 0.05;      // … and their share, before "none" is doubted
+constexpr uint64_t kMinMet = 50;             // met calls for a measure
+constexpr uint64_t kMinSlept = 5;            // slow calls that slept inside the allocator, …
+constexpr double kSleptShare = 0.05;         // … and their share of the slow calls whose switches are known
+constexpr double kSleepLockParallelBelow = 0.25;  // a sleeping lock for all: fewer met calls than this in clearly parallel classes
+
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// U of one class: met calls slower than alone calls, ties half, from the two histograms (calls
+// in one bin count as equally long: exact below 1024 ticks, 3 % wide above).
+double mann_whitney_u(const FineHistogram& met, const FineHistogram& alone) {
+  const std::vector<uint64_t>& m = met.counts();
+  const std::vector<uint64_t>& a = alone.counts();
+  double u = 0, below = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    const double ai = i < a.size() ? static_cast<double>(a[i]) : 0.0;
+    if (m[i]) u += static_cast<double>(m[i]) * (below + 0.5 * ai);
+    below += ai;
+  }
+  return u;
+}
+
+// The variance of U under no difference (no tie correction: ties only narrow it).
+double u_variance(double n1, double n2) { return n1 * n2 * (n1 + n2 + 1) / 12; }
+
+struct Pooled {
+  double u = 0, pairs = 0, variance = 0;
+  uint64_t met = 0;
+  void add(const FineHistogram& met_calls, const FineHistogram& alone) {
+    if (met_calls.empty()) return;
+    const double n1 = static_cast<double>(met_calls.total()), n2 = static_cast<double>(alone.total());
+    u += mann_whitney_u(met_calls, alone);
+    pairs += n1 * n2;
+    variance += u_variance(n1, n2);
+    met += met_calls.total();
+  }
+  SlowerMeasure measure() const {
+    SlowerMeasure s;
+    s.met = met;
+    if (met >= kMinMet && pairs > 0) {
+      s.value = u / pairs;
+      s.se = std::sqrt(variance) / pairs;
+    }
+    return s;
+  }
+};
+
+}  // namespace
+
+void ExclusionTally::add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating,
+                         uint32_t inside_running, uint32_t inside_same_class, uint64_t duration) {
+  std::vector<ExclusionCell>& cells = cells_[static_cast<size_t>(group)];
+  if (cls >= cells.size()) cells.resize(cls + 1);
+  ExclusionCell& c = cells[cls];
+  if (inside == 0) {
+    c.alone.add(duration);
+    return;
+  }
+  c.met.add(duration);
+  if (inside_allocating > 0) c.met_allocating.add(duration);
+  if (inside_running > 0) c.met_running.add(duration);
+  if (inside_same_class == 0) c.met_across.add(duration);
+}
+
+ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
+  ExclusionMeasure m;
+  Pooled all, allocating, running, across;
+  uint64_t contended = 0, uncontended = 0;
+  for (const ExclusionCell& c : cells) {
+    if (c.alone.total() < kMinReference || c.met.empty()) continue;
+    m.met += c.met.total();
+    m.alone += c.alone.total();
+    all.add(c.met, c.alone);
+    allocating.add(c.met_allocating, c.alone);
+    running.add(c.met_running, c.alone);
+    across.add(c.met_across, c.alone);
+    if (c.met.total() >= kMinClassCalls && c.alone.total() >= kMinClassCalls) {
+      ++m.classes;
+      const double n1 = static_cast<double>(c.met.total()), n2 = static_cast<double>(c.alone.total());
+      const double s = mann_whitney_u(c.met, c.alone) / (n1 * n2);
+      const double se = std::sqrt(u_variance(n1, n2)) / (n1 * n2);
+      if (s - 3 * se > kClassExcluded) contended += c.met.total();
+      if (s + 3 * se < kClassParallel) uncontended += c.met.total();
+    }
+  }
+  if (m.met > 0) {
+    m.contended_share = static_cast<double>(contended) / static_cast<double>(m.met);
+    m.uncontended_share = static_cast<double>(uncontended) / static_cast<double>(m.met);
+  }
+  m.slower = all.measure();
+  m.by_allocating = allocating.measure();
+  m.by_running = running.measure();
+  m.across = across.measure();
+  return m;
+}
+
+const char* contention_kind_name(ContentionKind kind) {
+  switch (kind) {
+    case ContentionKind::SingleThread: return "single_thread";
+    case ContentionKind::None: return "none";
+    case ContentionKind::Partial: return "partial";
+    case ContentionKind::GlobalLock: return "global_lock";
+    case ContentionKind::Unsure: return "unsure";
+  }
+  return "unsure";
+}
+
+ContentionVerdict judge_contention(const ContentionInputs& in) {
+  ContentionVerdict v;
+  v.inputs = in;
+  v.blocking = in.rusage_blocked > 0 || in.slow_slept > 0;
+  v.oversubscribed = in.cpus > 0 && in.max_live_threads > in.cpus;
+  auto set = [&](ContentionKind kind, ContentionReason reason, double confidence) {
+    v.kind = kind;
+    v.reason = reason;
+    v.confidence = std::clamp(confidence, 0.0, 1.0);
+  };
+  if (in.busy_threads < 2) {
+    set(ContentionKind::SingleThread, ContentionReason::OneThread, 1.0);
+    return v;
+  }
+  if (in.timed == 0) {
+    set(ContentionKind::Unsure, ContentionReason::NotTimed, 0);
+    return v;
+  }
+  const ExclusionMeasure& a = in.allocating;
+  const SlowerMeasure& s = a.slower;
+  const SlowerMeasure& b = a.by_allocating;
+  const SlowerMeasure& r = a.by_running;
+  const CoincidenceMeasure& q = in.ends;
+  if (!s.value && !q.value) {
+    set(ContentionKind::Unsure, ContentionReason::TooFewMet, 0);
+    return v;
+  }
+  // Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
+  // exclusion does that; whether it spans size classes tells one lock from a lock per class.  A
+  // shallow hole needs met calls that wait as well: measured, a lock-free allocator with locks of
+  // its own (tcmalloc at 8 threads beside a CPU hog) once read 0.78 (bounds 0.76-0.81).
+  const bool met_wait = (s.value && s.low() > kCorroborateAbove) || (b.value && b.low() > kCorroborateAbove) ||
+                        (r.value && r.low() > kCorroborateAbove);
+  if (q.value && q.high() < kTurnsBelow && (q.high() < kDeepTurnsBelow || met_wait)) {
+    const double confidence = normal_cdf((kTurnsBelow - *q.value) / std::max(1e-9, q.se));
+    const CoincidenceMeasure& x = in.ends_across;
+    if (x.value && x.low() > kTurnsBelow) {
+      set(ContentionKind::Partial, ContentionReason::TurnsWithinClasses, confidence);
+    } else if (x.value && x.high() >= kTurnsBelow) {
+      set(ContentionKind::Unsure, ContentionReason::MixedClasses, 0);
+    } else {
+      set(ContentionKind::GlobalLock, ContentionReason::TakeTurns, confidence);
+    }
+    return v;
+  }
+  const double se = std::max(1e-9, s.se);
+  const bool slower = (s.value && s.low() > kExcludedAbove) || (b.value && b.low() > kExcludedAbove) ||
+                      (r.value && r.low() > kExcludedAbove);
+  // Met calls slower while ends coincide freely: something slows a call when another thread is
+  // inside — a lock handed over before its holder's call ends (a sleeping lock whose holder wakes
+  // the next thread after releasing it), or interference that is no lock at all (shared caches,
+  // page faults, the kernel).  Both have been measured; the run cannot tell them apart.
+  // Slow calls that sleep inside the allocator tell the two apart: interference slows a call on
+  // its CPU, or takes the CPU away (an involuntary switch); a thread that sleeps inside an
+  // allocator call waits for something another thread holds.  With met calls slower also when
+  // every other thread inside was in another size class, that is one sleeping lock for all
+  // classes.  (A few locks shared by many threads, an allocator with fewer arenas than threads,
+  // look the same.)
+  const bool sleeps_inside = in.slow_slept >= kMinSlept &&
+                             static_cast<double>(in.slow_slept) >= kSleptShare * static_cast<double>(in.slow_switched);
+  if (slower) {
+    const SlowerMeasure& x = a.across;
+    if (sleeps_inside && x.value && x.low() > kExcludedAbove && a.uncontended_share < kSleepLockParallelBelow) {
+      set(ContentionKind::GlobalLock, ContentionReason::SleepWhenMet,
+          normal_cdf((*x.value - kExcludedAbove) / std::max(1e-9, x.se)));
+    } else {
+      set(ContentionKind::Unsure, ContentionReason::SlowerWithoutTurns, 0);
+    }
+    return v;
+  }
+  if (!s.value || !q.value) {
+    set(ContentionKind::Unsure, ContentionReason::TooFewMet, 0);
+    return v;
+  }
+  // Met calls faster than alone ones is not what running side by side does: the calls made alone
+  // were slowed by something the windows did not see (a thread asleep inside a call that began
+  // before the window, whose wake-up the caller pays).
+  if (s.high() < kDisturbedBelow) {
+    set(ContentionKind::Unsure, ContentionReason::Disturbed, 0);
+    return v;
+  }
+  // "None" needs both: ends that coincide as chance says, and met calls no slower (three
+  // standard errors), allocations that met allocations included.
+  const bool parallel = q.low() > kTurnsBelow && *s.value + 3 * se < kParallelBelow &&
+                        (!b.value || b.high() < kByAllocatingBelow) && (!r.value || r.high() < kByAllocatingBelow);
+  const bool sleeping = sleeps_inside || (in.rusage_blocked >= kMinBlockedSamples &&
+                                          static_cast<double>(in.rusage_blocked) >=
+                                              kSleepingShare * static_cast<double>(in.rusage_samples));
+  if (parallel && sleeping) {
+    set(ContentionKind::Unsure, ContentionReason::Sleeping, 0);
+    return v;
+  }
+  if (parallel) {
+    const double confidence = std::min(normal_cdf((kParallelBelow - *s.value) / se),
+                                       normal_cdf((*q.value - kTurnsBelow) / std::max(1e-9, q.se)));
+    const ExclusionMeasure& f = in.freeing;
+    if (a.contended_share >= kPartialMinExcluded) {
+      set(ContentionKind::Partial, ContentionReason::ExcludedSome, confidence);
+    } else if (f.slower.value && f.slower.low() > kExcludedAbove) {
+      set(ContentionKind::Partial, ContentionReason::FreesExcluded, confidence);
+    } else {
+      set(ContentionKind::None, ContentionReason::Parallel, confidence);
+    }
+    return v;
+  }
+  set(ContentionKind::Unsure, ContentionReason::Ambiguous, 0);
+  return v;
+}
+
+}  // namespace allocscope

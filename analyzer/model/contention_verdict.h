@@ -1,0 +1,139 @@
+// contention_verdict.h — whether threads exclude each other inside the allocator, from evidence.
+//
+// The test (docs/analysis.md, "Contention verdict"): timed calls are split by what they met at
+// their start: *alone* (no other thread inside the allocator) or *met* (another thread inside).
+// Under one lock that every call takes, a call that starts while another thread is inside must
+// wait for that thread's critical section, so it takes longer than the calls of its size class
+// made alone; where threads do not exclude each other, meeting another thread does not change how
+// long a call takes.  The measure compares the two duration distributions within each size class
+// c and pools the classes (so that a different mix of sizes among met and alone calls does not
+// move it):
+//
+//   S = Σ_c U_c / Σ_c met_c · alone_c,
+//   U_c = #{(m, a): m slower than a} + ½ #{(m, a): as long}  over met calls m and alone calls a of c
+//
+// the probability that a met call took longer than an alone call of its class (the Mann–Whitney
+// statistic, ties counted half: a clock whose step is as long as a fast call makes many ties).
+// S ≈ 0.5: no exclusion; S → 1: calls wait for each other.  Both groups come from the same run and
+// the same timing windows, so anything that slows every call — a busy machine, preemption, more
+// threads than CPUs, cache misses, page faults — slows met and alone calls alike and leaves S where
+// it was: a fast allocator cannot look locked by being slow.  It compares whole distributions, not
+// a share below a threshold, so a lock whose critical section is shorter than the clock's step
+// still shows (its met calls take one step longer more often).  The same measure over the met
+// calls whose other thread was in an allocating call tells allocations that wait for each other
+// from allocations slowed by other threads' frees; over the met calls whose other thread ran
+// through its call (shorter than 10 µs) it leaves out the threads preempted or asleep inside a
+// call, which hold no lock a call could wait for (with more threads than CPUs they are most of
+// the met calls); per size class it tells whether the exclusion is everywhere (one global lock)
+// or confined to some classes (partial).
+//
+// This file computes numbers and enums only; contention_wording.h turns them into sentences.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/completion_coincidence.h"
+#include "util/fine_histogram.h"
+
+namespace allocscope {
+
+// Timed durations (ticks, probe included) of one size class, by what the call met at its start.
+struct ExclusionCell {
+  FineHistogram alone;           // no other thread inside
+  FineHistogram met;             // another thread inside
+  FineHistogram met_allocating;  // … of them, another thread inside a call that requests bytes
+  FineHistogram met_running;     // … another thread inside a call it ran through (shorter than 10 µs)
+  FineHistogram met_across;      // … only threads inside calls of other size classes
+};
+
+// Allocating calls (malloc, calloc, realloc, new, the aligned family) and freeing calls are
+// measured apart: an allocator may lock one and not the other (musl's free is mostly lock-free).
+enum class CallGroup : uint8_t { Allocating = 0, Freeing = 1 };
+constexpr size_t kCallGroups = 2;
+
+class ExclusionTally {
+ public:
+  // `inside` other threads were inside at the call's start, `inside_allocating` of them in an
+  // allocating call, `inside_running` in a call they ran through, `inside_same_class` in a call of
+  // the same size class (or of an unknown one).
+  void add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating, uint32_t inside_running,
+           uint32_t inside_same_class, uint64_t duration);
+  const std::vector<ExclusionCell>& cells(CallGroup group) const { return cells_[static_cast<size_t>(group)]; }
+
+ private:
+  std::vector<ExclusionCell> cells_[kCallGroups];
+};
+
+// S over some met calls against the alone calls of their classes, with its standard error.
+struct SlowerMeasure {
+  uint64_t met = 0;              // met calls of classes with a reference
+  std::optional<double> value;   // S; null: too few calls to measure
+  double se = 0;                 // standard error of S
+  double low() const { return value ? *value - 2 * se : 0; }
+  double high() const { return value ? *value + 2 * se : 0; }
+};
+
+// The measure of one group of calls and how its classes divide.
+struct ExclusionMeasure {
+  uint64_t met = 0, alone = 0;   // timed calls placed on the time line, of classes with a reference
+  SlowerMeasure slower;          // every met call
+  SlowerMeasure by_allocating;   // met calls whose other thread was in an allocating call
+  SlowerMeasure by_running;      // met calls whose other thread ran through its call (not preempted, not asleep)
+  SlowerMeasure across;          // met calls whose other threads were all in other size classes
+  double contended_share = 0;    // of met calls, in classes that are clearly excluded (S_c - 3σ > 0.6)
+  double uncontended_share = 0;  // … clearly not (S_c + 3σ < 0.53)
+  uint32_t classes = 0;          // classes with enough calls to judge one by one
+};
+
+ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells);
+
+enum class ContentionKind : uint8_t { SingleThread, None, Partial, GlobalLock, Unsure };
+const char* contention_kind_name(ContentionKind kind);  // "single_thread", "none", "partial", …
+
+// Why a verdict is what it is; the wording is contention_wording.h's.
+enum class ContentionReason : uint8_t {
+  OneThread,          // fewer than two threads made calls
+  NotTimed,           // no timed calls (count-only profile)
+  TooFewMet,          // too few timed calls met another thread inside
+  TakeTurns,          // calls of different threads never end together: they take turns, across classes
+  TurnsWithinClasses, // … within each size class, while calls of different classes end together
+  SlowerWithoutTurns, // met calls are slower, yet ends coincide freely: a lock or interference
+  ExcludedSome,       // met calls are slower in some classes, not in others
+  FreesExcluded,      // allocating calls run side by side; frees wait for each other
+  Parallel,           // calls run side by side
+  Ambiguous,          // the measure lies between the thresholds, or its bounds span them
+  MixedClasses,       // the measure says exclusion, but some classes clearly run side by side
+  Disturbed,          // met calls were faster than alone ones: the reference is disturbed
+  Sleeping,           // the measure says no exclusion, but sampled calls slept in the kernel
+  SleepWhenMet,       // met calls are slower, also across size classes, and slow calls sleep inside: a sleeping lock
+};
+
+struct ContentionInputs {
+  ExclusionMeasure allocating, freeing;
+  CoincidenceMeasure ends, ends_across;   // completion_coincidence.h: all pairs; pairs of different classes
+  double ends_near_ns = 0;                // the near zone of that measure
+  uint32_t busy_threads = 0;              // threads with >= 1 % of the calls
+  uint64_t timed = 0;                     // timed calls
+  uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;  // sampled calls; with nvcsw; with nivcsw
+  // Calls of kSwitchSlowNs or longer whose context switches are known (format.h kEvSwitches, and
+  // the probe's); of them, those that slept (a voluntary switch) and those only preempted.
+  uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;
+  uint32_t cpus = 0;                      // CPUs the process may run on (0: not recorded)
+  uint32_t max_live_threads = 0;
+  double wall_seconds = 0;
+};
+
+struct ContentionVerdict {
+  ContentionKind kind = ContentionKind::Unsure;
+  ContentionReason reason = ContentionReason::Ambiguous;
+  double confidence = 0;                  // 0..1: how far the evidence lies from the nearest threshold
+  bool blocking = false;                  // sampled calls slept in the kernel (a sleeping lock)
+  bool oversubscribed = false;            // more threads alive than CPUs
+  ContentionInputs inputs;
+};
+
+ContentionVerdict judge_contention(const ContentionInputs& in);
+
+}  // namespace allocscope

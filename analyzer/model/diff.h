@@ -1,0 +1,143 @@
+// diff.h — `allocscope diff BASE OTHER [--json]`: how much of the difference between two runs of
+// the same workload the allocator explains, and where.
+//
+// Both profiles go through the cost model (cost_model.h) on the common grid of size buckets.  Per
+// bucket and per operation, the time difference is split two ways: into *more calls* (the change
+// in calls at BASE's mean cost) and *slower calls* (the rest), and into fast / slow-but-running /
+// waiting.  Page faults outside allocator calls (minor faults of the threads, less those taken
+// inside sampled calls, at the calibrated cost of a fault) are their own line, never folded in.
+// Attributed and measured differences are compared in the same units: thread time (the sum of the
+// lifetimes of the threads that allocate) against the allocator's thread time, and wall time against the allocator's
+// share of it — so eight threads waiting at once are not counted eight times against the wall.
+// coverage = attributed / measured.  Definitions: docs/analysis.md.
+// When both profiles are traces (record --trace), the difference in allocator time is also split
+// over shapes (shapes.h attribute_gap: size × lifetime × same/cross-thread); otherwise the report
+// says once that shape attribution needs traces.
+#pragma once
+#include <array>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands/cli.h"
+#include "model/cost_model.h"
+#include "model/shapes.h"
+
+namespace allocscope {
+
+struct DiffRow {
+  uint64_t lo = 0, hi = 0;
+  bool size_known = true;
+  std::string label;
+  uint64_t calls_base = 0, calls_other = 0;
+  double time_base_ns = 0, time_other_ns = 0;
+  double delta_ns = 0;
+  double more_calls_ns = 0;   // (calls_other - calls_base) x BASE's mean
+  double slower_calls_ns = 0; // delta - more_calls
+  TimeSplit split_delta;      // fast / slow / wait, OTHER - BASE
+  std::array<double, kOpSlots> delta_by_op{};
+};
+
+// One thread of a run: its rusage against its time inside allocator calls.
+struct ThreadSide {
+  uint32_t serial = 0;
+  uint64_t calls = 0;
+  double lifetime_ns = 0, allocator_time_ns = 0;
+  double cpu_ns = 0, system_ns = 0;      // rusage (user + system, system)
+  double outside_cpu_ns = 0;             // cpu_ns - (allocator time - waiting), within its time outside calls
+  uint64_t minor_faults = 0;
+  double faults_in_calls = 0;            // its rusage-sampled calls' faults scaled to its calls (point estimate)
+  double faults_outside = 0;
+};
+
+struct RunSide {
+  std::string file, program, libc, allocator;
+  std::vector<std::string> args;         // the program's argv
+  std::optional<double> wall_ns;
+  double thread_time_ns = 0;             // lifetimes of the threads with >= 1 % of the calls
+  double allocator_time_ns = 0, allocator_error_ns = 0;
+  TimeSplit split;
+  uint64_t calls = 0;
+  uint64_t minor_faults = 0;             // all threads (rusage)
+  double system_ns = 0;                  // all threads' system time (rusage)
+  double cpu_ns = 0;                     // CPU time (user + system) of the threads with >= 1 % of the calls
+  double outside_cpu_ns = 0;             // … outside allocator calls: cpu_ns - (allocator time - waiting)
+  double outside_off_cpu_ns = 0;         // time outside calls off the CPU (preempted or blocked)
+  uint64_t voluntary_switches = 0, involuntary_switches = 0;  // the same threads' (rusage)
+  double faults_in_calls = 0;            // estimated from rusage-sampled calls (at most minor_faults)
+  double faults_in_calls_bound = 0;      // ± 2 standard errors of that estimate
+  double faults_outside = 0;             // minor_faults less those surely inside calls
+  double fault_ns = 0;                   // calibrated cost of one minor fault
+  double outside_fault_ns = 0;           // faults_outside x fault_ns
+  double outside_fault_error_ns = 0;     // ± (the faults that may have been inside calls after all)
+  std::vector<ThreadSide> threads;
+  ContentionVerdict contention;          // the side's contention verdict (contention_verdict.h)
+  double wait_share = 0;
+  // The program's own locks (record --locks; lock_report.h), over the same threads as
+  // thread_time_ns: contended mutex and rwlock waits, and condition waits.
+  bool locks_recorded = false;
+  double lock_wait_ns = 0, cond_wait_ns = 0;
+  double lock_time_ns = 0;               // lock wait + unlock (estimated): the locks' cost
+  std::string top_lock;                  // the lock with the most lock time, by call site ("" if none)
+  double top_lock_wait_ns = 0;
+};
+
+// Whether the two runs did the same work, judged by their allocator calls (docs/analysis.md,
+// "Runs that did different work").
+struct WorkComparison {
+  uint64_t calls_base = 0, calls_other = 0;
+  double ratio = 1;            // calls_other / calls_base
+  bool per_call = false;       // the calls differ by more than kWorkTolerance: BASE is scaled by `ratio`
+  std::string reason;          // why the diff compares per call, or why it has no coverage; empty otherwise
+};
+
+struct DiffReport {
+  RunSide base, other;
+  WorkComparison work;
+  std::vector<DiffRow> rows;             // size order, then unknown sizes
+  std::array<double, kOpSlots> delta_by_op{};
+  double calls_delta_ns = 0;             // allocator time inside calls, OTHER - BASE (thread time)
+  double calls_error_ns = 0;             // ± (2 standard errors, both runs)
+  double faults_delta_ns = 0;            // page faults outside calls, OTHER - BASE (charged to the allocator)
+  double faults_error_ns = 0;            // ± its bound
+  double unattributed_ns = 0;            // measured - attributed: outside allocator calls, not attributed
+  double unattributed_on_cpu_ns = 0;     // … of it, on the CPU (the program's code: cache, TLB, kernel work)
+  double unattributed_off_cpu_ns = 0;    // … off the CPU outside calls (preempted by other work, or blocked)
+  TimeSplit split_delta;
+  double measured_delta_ns = 0;          // thread time, OTHER - BASE
+  double attributed_delta_ns = 0;        // calls + faults
+  bool attributed_unsure = false;        // the calls' bound exceeds half their difference
+  std::optional<double> coverage;        // attributed / measured (thread time)
+  // With both sides recorded with --locks, the rest of the gap: the program's own locks (their
+  // lock time: contended waits and unlocks), its condition waits (idle by design), and what
+  // none of these explains.
+  bool locks = false;
+  double locks_delta_ns = 0, cond_delta_ns = 0;
+  double rest_delta_ns = 0;              // measured - attributed - locks - cond
+  std::optional<double> locks_share;     // locks_delta / measured
+  std::optional<double> explained;       // (attributed + locks_delta) / measured
+  std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
+  std::string verdict;
+  std::string verdict_dominant;          // the largest part of the allocator's change in the gap's
+                                         // direction: waiting, slow, fast, faults; none without a gap
+  std::optional<ShapeGap> shape_gap;     // both profiles are traces
+  std::string shape_note;                // otherwise: why there is no attribution to shapes
+};
+
+DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other);
+// The same from the two runs' reports, analyzed by bucket (the common grid); their files are read
+// again for page-fault evidence.
+DiffReport diff_reports(const CostReport& base, const CostReport& other);
+// Why the two runs may not be the same workload: their arguments differ, or their programs do
+// while their C libraries are the same (a program built once per libc is expected to differ).
+std::vector<std::string> workload_warnings(const DiffReport& diff);
+std::string diff_text(const DiffReport& diff);
+// The totals table of diff_text and the HTML page: a heading row, then one row per figure
+// (label, BASE, OTHER, OTHER - BASE).
+std::vector<std::vector<std::string>> diff_totals(const DiffReport& diff);
+std::string diff_json(const DiffReport& diff);
+
+int diff_command(CommandArgs args);
+
+}  // namespace allocscope

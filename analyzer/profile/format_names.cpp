@@ -1,0 +1,66 @@
+#include "profile/format_names.h"
+
+#include <fmt/format.h>
+
+namespace allocscope {
+
+using format::ChunkType;
+
+std::string chunk_type_name(uint16_t type) {
+  switch (static_cast<ChunkType>(type)) {
+    case ChunkType::Process: return "Process";
+    case ChunkType::Calibration: return "Calibration";
+    case ChunkType::ThreadStats: return "ThreadStats";
+    case ChunkType::Events: return "Events";
+    case ChunkType::ProcessEnd: return "ProcessEnd";
+    case ChunkType::Note: return "Note";
+    case ChunkType::TraceEvents: return "TraceEvents";
+    case ChunkType::Stacks: return "Stacks";
+    case ChunkType::Modules: return "Modules";
+    case ChunkType::LockWaits: return "LockWaits";
+  }
+  return fmt::format("type {}", type);
+}
+
+bool is_known_chunk_type(uint16_t type) {
+  return type >= static_cast<uint16_t>(ChunkType::Process) &&
+         type <= static_cast<uint16_t>(ChunkType::LockWaits);
+}
+
+std::string libc_name(uint8_t libc) {
+  switch (static_cast<format::Libc>(libc)) {
+    case format::Libc::Glibc: return "glibc";
+    case format::Libc::Musl: return "musl";
+    case format::Libc::Unknown: break;
+  }
+  return "unknown";
+}
+
+std::string clock_name(uint8_t clock) {
+  switch (static_cast<format::Clock>(clock)) {
+    case format::Clock::Tsc: return "tsc";
+    case format::Clock::Monotonic: return "monotonic";
+  }
+  return fmt::format("clock {}", clock);
+}
+
+std::string thread_state_name(format::ThreadState state) {
+  switch (state) {
+    case format::ThreadState::Running: return "running";
+    case format::ThreadState::Exited: return "exited";
+    case format::ThreadState::ProcessExit: return "process-exit";
+  }
+  return fmt::format("state {}", static_cast<unsigned>(state));
+}
+
+std::string exit_kind_name(uint32_t kind) {
+  switch (static_cast<format::ExitKind>(kind)) {
+    case format::ExitKind::Exit: return "exit";
+    case format::ExitKind::UnderscoreExit: return "_exit";
+    case format::ExitKind::Exec: return "exec";
+    case format::ExitKind::Explicit: return "explicit";
+  }
+  return fmt::format("kind {}", kind);
+}
+
+}  // namespace allocscope

@@ -1,0 +1,238 @@
+// contention_wording.cpp — see contention_wording.h.
+#include "render/contention_wording.h"
+
+#include <fmt/format.h>
+
+namespace allocscope {
+namespace {
+
+constexpr uint64_t kSpinEvidenceSamples = 200;  // sampled calls before "none slept" means something
+
+std::string pct(double share) { return fmt::format("{:.0f} %", 100 * share); }
+
+// "0.71 (bounds 0.69–0.73, 5,120 calls that met another thread)"
+std::string slower_text(const SlowerMeasure& m) {
+  return fmt::format("{:.2f} (bounds {:.2f}–{:.2f}, {} calls that met another thread)", *m.value, m.low(), m.high(), m.met);
+}
+
+std::string measure_text(const ExclusionMeasure& m) {
+  return m.slower.value ? "met calls slower " + slower_text(m.slower) : std::string("met calls slower: too few to measure");
+}
+
+// "ends of different threads within 20 ns of each other 0.12 times as often as chance (bounds 0.11–0.13)"
+std::string ends_text(const CoincidenceMeasure& q, double near_ns) {
+  if (!q.value) return "ends of different threads: too few to measure";
+  return fmt::format("calls of different threads ended within {:.0f} ns of each other {:.2f} times as often as chance "
+                     "(bounds {:.2f}–{:.2f})",
+                     near_ns, *q.value, std::max(0.0, q.low()), q.high());
+}
+
+// "12 of 80 timed calls of 2 µs or more slept inside the allocator"
+std::string slept_text(const ContentionInputs& in) {
+  if (in.slow_switched) {
+    return fmt::format("{} of {} timed calls of 2 µs or more slept inside the allocator", in.slow_slept,
+                       in.slow_switched);
+  }
+  return fmt::format("{} of {} sampled calls slept in the kernel", in.rusage_blocked, in.rusage_samples);
+}
+
+}  // namespace
+
+std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
+  const ContentionInputs& in = v.inputs;
+  std::vector<EvidenceItem> items;
+  const ExclusionMeasure& a = in.allocating;
+  const ExclusionMeasure& f = in.freeing;
+  items.push_back({"met_calls", static_cast<double>(a.met + f.met),
+                   "timed calls that started while another thread was inside the allocator"});
+  if (in.ends.value) {
+    items.push_back({"ends_coincide", *in.ends.value,
+                     fmt::format("calls of different threads that ended within {:.0f} ns of each other, against the "
+                                 "number chance predicts from how often their ends fall 0.6–2 µs apart (1: calls run "
+                                 "side by side; near 0: one ends, then another — calls take turns, as under one "
+                                 "lock); bounds {:.2f}–{:.2f}",
+                                 in.ends_near_ns, std::max(0.0, in.ends.low()), in.ends.high())});
+  }
+  if (in.ends_across.value) {
+    items.push_back({"ends_coincide_across_classes", *in.ends_across.value,
+                     fmt::format("the same for calls of different size classes (a lock per class leaves them "
+                                 "coinciding); bounds {:.2f}–{:.2f}",
+                                 std::max(0.0, in.ends_across.low()), in.ends_across.high())});
+  }
+  if (a.slower.value) {
+    items.push_back({"met_slower", *a.slower.value,
+                     fmt::format("the probability that an allocating call which met another thread inside took longer "
+                                 "than one made alone in the same size class, ties counted half (0.5: meeting another "
+                                 "thread changes nothing; towards 1: calls wait for each other); bounds {:.2f}–{:.2f}",
+                                 a.slower.low(), a.slower.high())});
+    if (a.by_allocating.value) {
+      items.push_back({"met_slower_allocating", *a.by_allocating.value,
+                       fmt::format("the same for the calls that met another thread inside an allocating call ({} calls); "
+                                   "bounds {:.2f}–{:.2f}",
+                                   a.by_allocating.met, a.by_allocating.low(), a.by_allocating.high())});
+    }
+    if (a.by_running.value) {
+      items.push_back({"met_slower_running", *a.by_running.value,
+                       fmt::format("the same for the calls that met another thread running through its call (one "
+                                   "shorter than 10 µs: not preempted or asleep inside it, as a lock's holder runs) "
+                                   "({} calls); bounds {:.2f}–{:.2f}",
+                                   a.by_running.met, a.by_running.low(), a.by_running.high())});
+    }
+    if (a.across.value) {
+      items.push_back({"met_slower_across_classes", *a.across.value,
+                       fmt::format("the same for the calls whose other threads inside were all in other size classes "
+                                   "(a lock per class leaves them as fast as calls made alone) ({} calls); bounds "
+                                   "{:.2f}–{:.2f}",
+                                   a.across.met, a.across.low(), a.across.high())});
+    }
+    items.push_back({"classes_excluded", a.contended_share,
+                     "share of those calls in size classes where calls clearly wait for each other"});
+    items.push_back({"classes_parallel", a.uncontended_share,
+                     "share of those calls in size classes where calls clearly do not wait for each other"});
+  }
+  if (f.slower.value) {
+    items.push_back({"met_slower_free", *f.slower.value,
+                     fmt::format("the same for frees; bounds {:.2f}–{:.2f}", f.slower.low(), f.slower.high())});
+  }
+  if (in.rusage_samples) {
+    const double samples = static_cast<double>(in.rusage_samples);
+    items.push_back({"blocked_calls", static_cast<double>(in.rusage_blocked) / samples,
+                     fmt::format("of {} calls sampled for context switches, the share that slept in the kernel "
+                                 "(a voluntary switch: a lock that sleeps, or a system call that waits)",
+                                 in.rusage_samples)});
+    items.push_back({"preempted_calls", static_cast<double>(in.rusage_preempted) / samples,
+                     "the share preempted inside the call (an involuntary switch: the CPU was taken, not a lock)"});
+  }
+  if (in.slow_switched) {
+    const double slow = static_cast<double>(in.slow_switched);
+    items.push_back({"slow_calls_slept", static_cast<double>(in.slow_slept) / slow,
+                     fmt::format("of {} timed calls of 2 µs or more whose context switches were read, the share that "
+                                 "slept in the kernel inside the call (a voluntary switch: waiting for a lock that "
+                                 "sleeps, or a system call that waits)",
+                                 in.slow_switched)});
+    items.push_back({"slow_calls_preempted", static_cast<double>(in.slow_preempted) / slow,
+                     "the share of them only preempted (an involuntary switch: the CPU was taken, not a lock)"});
+  }
+  if (in.cpus) {
+    items.push_back({"threads_per_cpu", static_cast<double>(in.max_live_threads) / in.cpus,
+                     fmt::format("{} threads alive at most on {} CPUs{}", in.max_live_threads, in.cpus,
+                                 v.oversubscribed ? ": threads are preempted inside calls; the measure compares calls "
+                                                    "of the same run and is not moved by it"
+                                                  : "")});
+  }
+  return items;
+}
+
+std::string contention_reason(const ContentionVerdict& v) {
+  const ContentionInputs& in = v.inputs;
+  const ExclusionMeasure& a = in.allocating;
+  switch (v.reason) {
+    case ContentionReason::OneThread:
+      return "only one thread called the allocator: there is nobody to contend with";
+    case ContentionReason::NotTimed:
+      return "no call was timed (--sample 0): contention cannot be measured";
+    case ContentionReason::TooFewMet:
+      return fmt::format("too few timed calls met another thread inside the allocator ({} allocating calls did, "
+                         "of classes with enough calls made alone): threads rarely ran allocator calls at the same time",
+                         a.met);
+    case ContentionReason::TakeTurns:
+      return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "
+                         "makes them do",
+                         ends_text(in.ends, in.ends_near_ns),
+                         in.ends_across.value ? fmt::format(", calls of different size classes {:.2f}", *in.ends_across.value)
+                                              : std::string());
+    case ContentionReason::TurnsWithinClasses:
+      return fmt::format("calls of the same size class take turns ({}), while calls of different size classes end "
+                         "together as often as chance ({:.2f}, bounds {:.2f}–{:.2f}): a lock per size class, not one "
+                         "for all",
+                         ends_text(in.ends, in.ends_near_ns), *in.ends_across.value, in.ends_across.low(),
+                         in.ends_across.high());
+    case ContentionReason::SlowerWithoutTurns:
+      return fmt::format("calls that met another thread inside were slower than calls made alone ({}), yet {}: a "
+                         "lock handed over before its holder's call ends (a sleeping lock whose holder wakes the next "
+                         "thread after releasing it) and interference that is no lock (shared caches, page faults, "
+                         "the kernel) both look like this",
+                         measure_text(a), ends_text(in.ends, in.ends_near_ns));
+    case ContentionReason::ExcludedSome:
+      return fmt::format("calls wait for each other in some size classes ({} of the calls that met another thread) "
+                         "and run side by side in others ({}); {}",
+                         pct(a.contended_share), pct(a.uncontended_share), measure_text(a));
+    case ContentionReason::FreesExcluded:
+      return fmt::format("allocating calls run side by side ({}), frees wait for each other (frees that met "
+                         "another thread slower {:.2f}, bounds {:.2f}–{:.2f})",
+                         measure_text(a), *in.freeing.slower.value, in.freeing.slower.low(), in.freeing.slower.high());
+    case ContentionReason::Parallel:
+      return fmt::format("calls of different threads run side by side: {}, and meeting another thread inside does "
+                         "not make calls slower ({})",
+                         ends_text(in.ends, in.ends_near_ns), measure_text(a));
+    case ContentionReason::Ambiguous:
+      return fmt::format("neither measure settles it: {}; {}", ends_text(in.ends, in.ends_near_ns), measure_text(a));
+    case ContentionReason::MixedClasses:
+      return fmt::format("calls take turns ({}), but whether calls of different size classes do too cannot be told "
+                         "({}): one global lock or a lock per class",
+                         ends_text(in.ends, in.ends_near_ns), ends_text(in.ends_across, in.ends_near_ns));
+    case ContentionReason::Disturbed:
+      return fmt::format("calls that met another thread were faster than calls made alone ({}): the calls made "
+                         "alone were slowed by calls the timing windows did not see, such as a thread asleep inside "
+                         "the allocator since before the window",
+                         measure_text(a));
+    case ContentionReason::Sleeping:
+      return fmt::format("calls that met another thread were not slower ({}), but {}: a lock may be at work that "
+                         "the measure does not see",
+                         measure_text(a), slept_text(in));
+    case ContentionReason::SleepWhenMet:
+      return fmt::format("calls that met another thread inside were slower than calls made alone ({}), also when "
+                         "every other thread inside was in another size class ({}), and {}: threads sleep inside "
+                         "the allocator waiting for each other in every size class",
+                         measure_text(a), slower_text(a.across), slept_text(in));
+  }
+  return "";
+}
+
+std::string contention_advice(const ContentionVerdict& v) {
+  if (v.kind != ContentionKind::Unsure) return "";
+  switch (v.reason) {
+    case ContentionReason::NotTimed:
+      return "record again without --sample 0";
+    case ContentionReason::TooFewMet:
+      return "record a longer run, or time more of it (--sample 8, or --sample 1 to time every call), with the "
+             "threads allocating at the same time";
+    case ContentionReason::Disturbed:
+    case ContentionReason::Sleeping:
+      return "time every call (--sample 1), so that no call goes unseen";
+    case ContentionReason::SlowerWithoutTurns:
+      return "record the program with more threads than CPUs, where a lock's waiters queue and its calls take "
+             "turns, or compare it with a run under another allocator (allocscope compare)";
+    default:
+      return "record a longer run or time more of it (--sample 8) so that the bounds narrow";
+  }
+}
+
+std::string contention_sentence(const ContentionVerdict& v) {
+  switch (v.kind) {
+    case ContentionKind::SingleThread:
+      return "One thread called the allocator: no contention.";
+    case ContentionKind::GlobalLock: {
+      std::string sleeping;
+      if (v.blocking) {
+        sleeping = ", on which threads sleep";
+      } else if (v.inputs.rusage_samples >= kSpinEvidenceSamples) {
+        sleeping = fmt::format(", and none of {} sampled calls slept on it (a spin lock, or one handed over without sleeping)",
+                               v.inputs.rusage_samples);
+      }
+      return fmt::format("Threads exclude each other inside the allocator in every size class: one global lock{}. "
+                         "Evidence: {}.",
+                         sleeping, contention_reason(v));
+    }
+    case ContentionKind::Partial:
+      return fmt::format("Contention in places, not one global lock: {}.", contention_reason(v));
+    case ContentionKind::None:
+      return fmt::format("Threads do not wait for each other inside the allocator: {}.", contention_reason(v));
+    case ContentionKind::Unsure:
+      break;
+  }
+  return fmt::format("Whether threads wait for each other inside the allocator cannot be told from this run: {}; {}.",
+                     contention_reason(v), contention_advice(v));
+}
+
+}  // namespace allocscope
