@@ -2,6 +2,7 @@
 #include "model/completion_coincidence.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace allocscope {
@@ -13,6 +14,8 @@ constexpr size_t kSliceEnds = 2048;             // a long window is measured in 
 constexpr size_t kMaxSlices = 4;                // … at most this many of them
 
 }  // namespace
+
+uint32_t size_group(uint64_t size) { return static_cast<uint32_t>(std::bit_width(size)); }
 
 CoincidenceTally::CoincidenceTally(uint64_t step, uint64_t min_near) {
   step = std::max<uint64_t>(step, 1);
@@ -51,7 +54,7 @@ void CoincidenceTally::add_slice(std::span<const CallEnd> ends, uint64_t lo, uin
       if (d >= far1_) break;
       if (b.thread == a.thread || (d >= near_ && d < far0_)) continue;
       const double weight = 1.0 / std::max(1.0, w - static_cast<double>(d));
-      const bool across = a.cls != kUnknownClass && b.cls != kUnknownClass && a.cls != b.cls;
+      const bool across = sizes_apart(a.group, b.group);
       for (Sums* s : {&all_, across ? &across_ : nullptr}) {
         if (!s) continue;
         if (d < near_) {

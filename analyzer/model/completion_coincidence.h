@@ -33,9 +33,18 @@ namespace allocscope {
 struct CallEnd {
   uint64_t tick;    // the call's end
   uint32_t thread;  // thread serial
-  uint32_t cls;     // size class, or kUnknownClass (a free whose size was not taken)
+  uint32_t group;   // the size's power of two (size_group), or kUnknownGroup (a free whose size was not taken)
 };
-constexpr uint32_t kUnknownClass = ~0u;
+constexpr uint32_t kUnknownGroup = ~0u;
+
+// The power of two a size falls in (std::bit_width): two calls whose groups differ by 2 or more
+// asked for sizes at least twice apart — in different size classes of any allocator whose
+// classes are no wider than a power of two, so under different locks if the allocator has a
+// lock per class.  Calls of neighbouring groups may share a class (say 60 B and 70 B).
+uint32_t size_group(uint64_t size);
+inline bool sizes_apart(uint32_t a, uint32_t b) {
+  return a != kUnknownGroup && b != kUnknownGroup && (a > b ? a - b : b - a) >= 2;
+}
 
 struct CoincidenceMeasure {
   uint64_t near_pairs = 0, far_pairs = 0;  // pairs of ends counted in each zone (unweighted)
@@ -55,7 +64,7 @@ class CoincidenceTally {
   void add_window(std::vector<CallEnd>& ends, uint64_t lo, uint64_t hi);
 
   CoincidenceMeasure all() const { return measure(all_); }
-  CoincidenceMeasure across_classes() const { return measure(across_); }
+  CoincidenceMeasure across_classes() const { return measure(across_); }  // pairs of sizes_apart
   uint64_t near_ticks() const { return near_; }
   uint64_t far_ticks() const { return far0_; }
 

@@ -71,7 +71,7 @@ struct Pooled {
 }  // namespace
 
 void ExclusionTally::add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating,
-                         uint32_t inside_running, uint32_t inside_same_class, uint64_t duration) {
+                         uint32_t inside_running, uint32_t inside_near_size, uint64_t duration) {
   std::vector<ExclusionCell>& cells = cells_[static_cast<size_t>(group)];
   if (cls >= cells.size()) cells.resize(cls + 1);
   ExclusionCell& c = cells[cls];
@@ -82,12 +82,12 @@ void ExclusionTally::add(CallGroup group, size_t cls, uint32_t inside, uint32_t 
   c.met.add(duration);
   if (inside_allocating > 0) c.met_allocating.add(duration);
   if (inside_running > 0) c.met_running.add(duration);
-  if (inside_same_class == 0) c.met_across.add(duration);
+  if (inside_near_size == 0) c.met_apart.add(duration);
 }
 
 ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
   ExclusionMeasure m;
-  Pooled all, allocating, running, across;
+  Pooled all, allocating, running, apart;
   uint64_t contended = 0, uncontended = 0;
   for (const ExclusionCell& c : cells) {
     if (c.alone.total() < kMinReference || c.met.empty()) continue;
@@ -96,7 +96,7 @@ ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
     all.add(c.met, c.alone);
     allocating.add(c.met_allocating, c.alone);
     running.add(c.met_running, c.alone);
-    across.add(c.met_across, c.alone);
+    apart.add(c.met_apart, c.alone);
     if (c.met.total() >= kMinClassCalls && c.alone.total() >= kMinClassCalls) {
       ++m.classes;
       const double n1 = static_cast<double>(c.met.total()), n2 = static_cast<double>(c.alone.total());
@@ -113,7 +113,7 @@ ExclusionMeasure measure_exclusion(const std::vector<ExclusionCell>& cells) {
   m.slower = all.measure();
   m.by_allocating = allocating.measure();
   m.by_running = running.measure();
-  m.across = across.measure();
+  m.apart = apart.measure();
   return m;
 }
 
@@ -183,16 +183,16 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   // Slow calls that sleep inside the allocator tell the two apart: interference slows a call on
   // its CPU, or takes the CPU away (an involuntary switch); a thread that sleeps inside an
   // allocator call waits for something another thread holds.  With met calls slower also when
-  // every other thread inside was in another size class, that is one sleeping lock for all
-  // classes.  (A few locks shared by many threads, an allocator with fewer arenas than threads,
-  // look the same.)
+  // every other thread inside asked for a size at least twice apart (a lock per size class could
+  // not make them wait), that is one sleeping lock for all classes.  (A few locks shared by many
+  // threads, an allocator with fewer arenas than threads, look the same.)
   const bool sleeps_inside = in.slow_slept >= kMinSlept &&
                              static_cast<double>(in.slow_slept) >= kSleptShare * static_cast<double>(in.slow_switched);
   if (slower) {
-    const SlowerMeasure& x = a.across;
-    if (sleeps_inside && x.value && x.low() > kExcludedAbove && a.uncontended_share < kSleepLockParallelBelow) {
+    const SlowerMeasure& x = a.apart;
+    if (sleeps_inside && x.value && x.low() > kCorroborateAbove && a.uncontended_share < kSleepLockParallelBelow) {
       set(ContentionKind::GlobalLock, ContentionReason::SleepWhenMet,
-          normal_cdf((*x.value - kExcludedAbove) / std::max(1e-9, x.se)));
+          normal_cdf((*x.value - kCorroborateAbove) / std::max(1e-9, x.se)));
     } else {
       set(ContentionKind::Unsure, ContentionReason::SlowerWithoutTurns, 0);
     }

@@ -45,7 +45,7 @@ struct ExclusionCell {
   FineHistogram met;             // another thread inside
   FineHistogram met_allocating;  // … of them, another thread inside a call that requests bytes
   FineHistogram met_running;     // … another thread inside a call it ran through (shorter than 10 µs)
-  FineHistogram met_across;      // … only threads inside calls of other size classes
+  FineHistogram met_apart;       // … only threads inside calls of sizes at least twice apart (size_group)
 };
 
 // Allocating calls (malloc, calloc, realloc, new, the aligned family) and freeing calls are
@@ -56,10 +56,10 @@ constexpr size_t kCallGroups = 2;
 class ExclusionTally {
  public:
   // `inside` other threads were inside at the call's start, `inside_allocating` of them in an
-  // allocating call, `inside_running` in a call they ran through, `inside_same_class` in a call of
-  // the same size class (or of an unknown one).
+  // allocating call, `inside_running` in a call they ran through, `inside_near_size` in a call of
+  // a size less than twice apart from its own (or unknown).
   void add(CallGroup group, size_t cls, uint32_t inside, uint32_t inside_allocating, uint32_t inside_running,
-           uint32_t inside_same_class, uint64_t duration);
+           uint32_t inside_near_size, uint64_t duration);
   const std::vector<ExclusionCell>& cells(CallGroup group) const { return cells_[static_cast<size_t>(group)]; }
 
  private:
@@ -81,7 +81,7 @@ struct ExclusionMeasure {
   SlowerMeasure slower;          // every met call
   SlowerMeasure by_allocating;   // met calls whose other thread was in an allocating call
   SlowerMeasure by_running;      // met calls whose other thread ran through its call (not preempted, not asleep)
-  SlowerMeasure across;          // met calls whose other threads were all in other size classes
+  SlowerMeasure apart;           // met calls whose other threads were all in calls of sizes twice apart
   double contended_share = 0;    // of met calls, in classes that are clearly excluded (S_c - 3σ > 0.6)
   double uncontended_share = 0;  // … clearly not (S_c + 3σ < 0.53)
   uint32_t classes = 0;          // classes with enough calls to judge one by one
@@ -107,7 +107,7 @@ enum class ContentionReason : uint8_t {
   MixedClasses,       // the measure says exclusion, but some classes clearly run side by side
   Disturbed,          // met calls were faster than alone ones: the reference is disturbed
   Sleeping,           // the measure says no exclusion, but sampled calls slept in the kernel
-  SleepWhenMet,       // met calls are slower, also across size classes, and slow calls sleep inside: a sleeping lock
+  SleepWhenMet,       // met calls are slower, also beside sizes twice apart, and slow calls sleep inside: a sleeping lock
 };
 
 struct ContentionInputs {

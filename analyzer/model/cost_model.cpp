@@ -653,15 +653,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   CoincidenceTally coincidence(clock_step_of(p1.raw.counts(), p1.raw.total()),
                                static_cast<uint64_t>(std::ceil(profile.clock.hz() * kCoincidenceNearSeconds)));
   std::vector<CallEnd> ends;
-  // Pass 2 knows the allocator's size classes: inside_same_class compares calls by them.
-  SweepConfig sweep_config2 = sweep_config;
-  sweep_config2.class_key = [&](const format::Event& e) -> uint32_t {
-    if (e.bucket == kBucketUnknown) return kUnknownClassKey;
-    uint64_t size = e.size;
-    if (e.size == 0xffffffffu && e.bucket < kSizeBuckets) size = std::max<uint64_t>(size, bucket_lo(e.bucket));
-    return static_cast<uint32_t>(class_of(size));
-  };
-  WindowSweep sweep2(sweep_config2, [&](std::span<const SweepItem> items, const WindowInfo& info) {
+  WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
     timeline.add_window(info);
     ends.clear();
     if (!info.late) p2.clusters.begin_window();
@@ -721,14 +713,14 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       }
       if (it.inside >= 0) {
         ends.push_back(CallEnd{e.start_tick + e.duration_ticks, it.thread,
-                               e.bucket == kBucketUnknown ? kUnknownClass : static_cast<uint32_t>(cls)});
+                               e.bucket == kBucketUnknown ? kUnknownGroup : size_group(size)});
       }
       if (it.inside >= 0 && e.op != static_cast<uint8_t>(Op::MallocUsableSize)) {
         const CallGroup group = releases(e.op) ? CallGroup::Freeing : CallGroup::Allocating;
         p2.exclusion.add(group, cls, static_cast<uint32_t>(it.inside),
                          static_cast<uint32_t>(std::max(0, it.inside_allocating)),
                          static_cast<uint32_t>(std::max(0, it.inside_running)),
-                         static_cast<uint32_t>(std::max(0, it.inside_same_class)), e.duration_ticks);
+                         static_cast<uint32_t>(std::max(0, it.inside_near_size)), e.duration_ticks);
       }
       if (it.inside >= 0) {
         ++acc.classified;

@@ -1,5 +1,7 @@
 #include "model/window_sweep.h"
 
+#include "model/completion_coincidence.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -207,10 +209,8 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
 
     const bool allocating = allocates(item.event.op);
     const bool short_call = item.event.duration_ticks < config_.running_ticks;
-    const uint32_t key = config_.class_key                    ? config_.class_key(item.event)
-                         : item.event.bucket == kBucketUnknown ? kUnknownClassKey
-                                                               : item.event.bucket;
-    uint32_t others = 0, others_allocating = 0, others_running = 0, others_same = 0;
+    const uint32_t group = item.event.bucket == kBucketUnknown ? kUnknownGroup : size_group(item.event.size);
+    uint32_t others = 0, others_allocating = 0, others_running = 0, others_near = 0;
     bool replaced = false;
     for (size_t i = 0; i < active_.size();) {
       if (active_[i].end <= start) {
@@ -220,23 +220,23 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
       }
       if (active_[i].thread == item.thread) {
         if (!replaced) {
-          active_[i] = Running{end, item.thread, allocating, short_call, key};  // one call at a time: this one replaces it
+          active_[i] = Running{end, item.thread, allocating, short_call, group};  // one call at a time: this one replaces it
           replaced = true;
         }
       } else {
         ++others;
         others_allocating += active_[i].allocating;
         others_running += active_[i].short_call;
-        others_same += active_[i].key == key || active_[i].key == kUnknownClassKey || key == kUnknownClassKey;
+        others_near += !sizes_apart(active_[i].group, group);
       }
       ++i;
     }
-    if (!replaced) active_.push_back(Running{end, item.thread, allocating, short_call, key});
+    if (!replaced) active_.push_back(Running{end, item.thread, allocating, short_call, group});
     if (start >= lo && start < hi) {
       item.inside = static_cast<int32_t>(others);
       item.inside_allocating = static_cast<int32_t>(others_allocating);
       item.inside_running = static_cast<int32_t>(others_running);
-      item.inside_same_class = static_cast<int32_t>(others_same);
+      item.inside_near_size = static_cast<int32_t>(others_near);
       ++totals_.classified;
     }
   }

@@ -21,8 +21,9 @@
 // with a call in progress at its start; `inside_allocating` counts those of them whose call
 // requests bytes (malloc, new, realloc, …: allocscope/ops.h allocates()); `inside_running` those
 // whose call lasted less than `running_ticks` (10 µs): a thread that ran through its call, as a
-// lock's holder does, not one preempted or asleep inside it; `inside_same_class` those whose call
-// is of the same size class (or of an unknown one).  It is known (>= 0) only for calls that start in the
+// lock's holder does, not one preempted or asleep inside it; `inside_near_size` those whose call
+// asked for a size less than twice apart from its own, or of unknown size (completion_coincidence.h
+// sizes_apart: under a lock per size class only those can share its lock).  It is known (>= 0) only for calls that start in the
 // trusted part of the window, [window start + trim, window end): during the first `trim` ticks a
 // thread may not have noticed the window yet (the shim checks the clock only every few calls
 // outside windows), so another thread's call there could be invisible.  Calls that began before
@@ -49,7 +50,6 @@
 namespace allocscope {
 
 constexpr int32_t kUnknownInside = -1;
-constexpr uint32_t kUnknownClassKey = ~0u;
 
 struct SweepItem {
   format::Event event;
@@ -57,7 +57,7 @@ struct SweepItem {
   int32_t inside = kUnknownInside;  // other threads inside at the call's start, or kUnknownInside
   int32_t inside_allocating = kUnknownInside;  // … of them, those inside a call that requests bytes
   int32_t inside_running = kUnknownInside;     // … those inside a call shorter than running_ticks
-  int32_t inside_same_class = kUnknownInside;  // … those inside a call of its own class, or of an unknown one
+  int32_t inside_near_size = kUnknownInside;   // … those inside a call of a size not twice apart from its own (or unknown)
   uint64_t contended_ticks = 0;     // of the call, trusted time with another thread inside too
 };
 
@@ -70,9 +70,6 @@ struct SweepConfig {
   uint64_t horizon = 0;            // settle a window once the latest start is this far past it
   uint64_t running_ticks = ~uint64_t{0};  // a call shorter than this ran to its end (not preempted, not asleep)
   size_t max_pending = size_t{1} << 20;
-  // The size class of a call, for inside_same_class (kUnknownClassKey: not known, as alike as
-  // any); without it, the call's size bucket.
-  std::function<uint32_t(const format::Event&)> class_key;
 
   // The first tick of window `window` (the period tick >> window_shift), as the shim placed it.
   uint64_t window_start(uint64_t window) const {
@@ -139,7 +136,7 @@ class WindowSweep {
     uint32_t thread;
     bool allocating;  // the call requests bytes (allocscope/ops.h allocates())
     bool short_call;  // it lasted less than running_ticks
-    uint32_t key;     // its class (SweepConfig::class_key)
+    uint32_t group;   // its size's power of two (completion_coincidence.h size_group)
   };
   std::vector<Running> in_flight_;                        // calls still running past the window
   std::vector<Running> active_;                           // scratch: calls in progress

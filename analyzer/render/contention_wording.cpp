@@ -55,8 +55,8 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
   }
   if (in.ends_across.value) {
     items.push_back({"ends_coincide_across_classes", *in.ends_across.value,
-                     fmt::format("the same for calls of different size classes (a lock per class leaves them "
-                                 "coinciding); bounds {:.2f}–{:.2f}",
+                     fmt::format("the same for calls of sizes at least twice apart, always of different size "
+                                 "classes (a lock per class leaves them coinciding); bounds {:.2f}–{:.2f}",
                                  std::max(0.0, in.ends_across.low()), in.ends_across.high())});
   }
   if (a.slower.value) {
@@ -78,12 +78,12 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                    "({} calls); bounds {:.2f}–{:.2f}",
                                    a.by_running.met, a.by_running.low(), a.by_running.high())});
     }
-    if (a.across.value) {
-      items.push_back({"met_slower_across_classes", *a.across.value,
-                       fmt::format("the same for the calls whose other threads inside were all in other size classes "
-                                   "(a lock per class leaves them as fast as calls made alone) ({} calls); bounds "
-                                   "{:.2f}–{:.2f}",
-                                   a.across.met, a.across.low(), a.across.high())});
+    if (a.apart.value) {
+      items.push_back({"met_slower_sizes_apart", *a.apart.value,
+                       fmt::format("the same for the calls whose other threads inside all asked for sizes at least "
+                                   "twice larger or smaller (a lock per size class leaves them as fast as calls made "
+                                   "alone) ({} calls); bounds {:.2f}–{:.2f}",
+                                   a.apart.met, a.apart.low(), a.apart.high())});
     }
     items.push_back({"classes_excluded", a.contended_share,
                      "share of those calls in size classes where calls clearly wait for each other"});
@@ -182,9 +182,9 @@ std::string contention_reason(const ContentionVerdict& v) {
                          measure_text(a), slept_text(in));
     case ContentionReason::SleepWhenMet:
       return fmt::format("calls that met another thread inside were slower than calls made alone ({}), also when "
-                         "every other thread inside was in another size class ({}), and {}: threads sleep inside "
-                         "the allocator waiting for each other in every size class",
-                         measure_text(a), slower_text(a.across), slept_text(in));
+                         "every other thread inside asked for a size at least twice larger or smaller ({}), and "
+                         "{}: threads sleep inside the allocator waiting for each other across size classes",
+                         measure_text(a), slower_text(a.apart), slept_text(in));
   }
   return "";
 }

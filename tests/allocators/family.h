@@ -56,6 +56,21 @@ typedef size_t malloc_usable_size_fn(void *);
   static void *volatile family_next_##name; \
   name##_fn *real_##name = (name##_fn *)family_next(&family_next_##name, #name)
 
+/* Optional hooks a test allocator may define before including this header: what a call is
+ * about, set before family_enter() — the request's size, or the block a free releases. */
+#ifndef FAMILY_CLASS_OF_REQUEST
+#define FAMILY_CLASS_OF_REQUEST(n) ((void)0)
+#endif
+#ifndef FAMILY_CLASS_OF_BLOCK
+#define FAMILY_CLASS_OF_BLOCK(p) ((void)0)
+#endif
+
+/* The usable size of a block, from glibc, outside the hooks. */
+__attribute__((unused)) static size_t malloc_usable_size_of(void *p) {
+  FAMILY_NEXT(malloc_usable_size);
+  return real_malloc_usable_size(p);
+}
+
 FAMILY_EXPORT void *malloc(size_t n) {
   family_before_malloc(n);
   family_enter();
@@ -65,12 +80,14 @@ FAMILY_EXPORT void *malloc(size_t n) {
 }
 
 FAMILY_EXPORT void free(void *p) {
+  FAMILY_CLASS_OF_BLOCK(p);
   family_enter();
   __libc_free(p);
   family_leave();
 }
 
 FAMILY_EXPORT void *calloc(size_t n, size_t size) {
+  FAMILY_CLASS_OF_REQUEST(n * size);
   family_enter();
   void *p = __libc_calloc(n, size);
   family_leave();
@@ -78,6 +95,7 @@ FAMILY_EXPORT void *calloc(size_t n, size_t size) {
 }
 
 FAMILY_EXPORT void *realloc(void *old, size_t n) {
+  FAMILY_CLASS_OF_REQUEST(n);
   family_enter();
   void *p = __libc_realloc(old, n);
   family_leave();
@@ -92,6 +110,7 @@ FAMILY_EXPORT void *reallocarray(void *old, size_t n, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
+  FAMILY_CLASS_OF_REQUEST(bytes);
   family_enter();
   void *p = __libc_realloc(old, bytes);
   family_leave();
@@ -100,6 +119,7 @@ FAMILY_EXPORT void *reallocarray(void *old, size_t n, size_t size) {
 
 FAMILY_EXPORT int posix_memalign(void **out, size_t alignment, size_t n) {
   FAMILY_NEXT(posix_memalign);
+  FAMILY_CLASS_OF_REQUEST(n);
   family_enter();
   int rc = real_posix_memalign(out, alignment, n);
   family_leave();
@@ -108,6 +128,7 @@ FAMILY_EXPORT int posix_memalign(void **out, size_t alignment, size_t n) {
 
 FAMILY_EXPORT void *aligned_alloc(size_t alignment, size_t n) {
   FAMILY_NEXT(aligned_alloc);
+  FAMILY_CLASS_OF_REQUEST(n);
   family_enter();
   void *p = real_aligned_alloc(alignment, n);
   family_leave();
@@ -115,6 +136,7 @@ FAMILY_EXPORT void *aligned_alloc(size_t alignment, size_t n) {
 }
 
 FAMILY_EXPORT void *memalign(size_t alignment, size_t n) {
+  FAMILY_CLASS_OF_REQUEST(n);
   family_enter();
   void *p = __libc_memalign(alignment, n);
   family_leave();
@@ -122,6 +144,7 @@ FAMILY_EXPORT void *memalign(size_t alignment, size_t n) {
 }
 
 FAMILY_EXPORT void *valloc(size_t n) {
+  FAMILY_CLASS_OF_REQUEST(n);
   family_enter();
   void *p = __libc_valloc(n);
   family_leave();
@@ -129,6 +152,7 @@ FAMILY_EXPORT void *valloc(size_t n) {
 }
 
 FAMILY_EXPORT void *pvalloc(size_t n) {
+  FAMILY_CLASS_OF_REQUEST(n);
   family_enter();
   void *p = __libc_pvalloc(n);
   family_leave();
@@ -137,6 +161,7 @@ FAMILY_EXPORT void *pvalloc(size_t n) {
 
 FAMILY_EXPORT size_t malloc_usable_size(void *p) {
   FAMILY_NEXT(malloc_usable_size);
+  FAMILY_CLASS_OF_BLOCK(p);
   family_enter();
   size_t n = real_malloc_usable_size(p);
   family_leave();

@@ -58,7 +58,7 @@ void take_turns(std::vector<CallEnd>& ends, std::mt19937_64& rng, uint64_t from,
   for (uint32_t i = 0;; ++i) {
     at += section(rng);
     if (at >= hi) break;
-    ends.push_back(CallEnd{on_grid(at, 0), thread0 + i % threads, cls0 + i % classes});
+    ends.push_back(CallEnd{on_grid(at, 0), thread0 + i % threads, 2 * (cls0 + i % classes)});  // classes twice apart
   }
 }
 
@@ -109,6 +109,34 @@ TEST(CompletionCoincidence, ALockPerClassLeavesOtherClassesCoinciding) {
   const CoincidenceMeasure x = t.across_classes();
   ASSERT_TRUE(x.value);
   EXPECT_GT(x.low(), 0.9);
+}
+
+TEST(CompletionCoincidence, SizesApartAreAtLeastTwiceApart) {
+  EXPECT_EQ(size_group(0), 0u);
+  EXPECT_EQ(size_group(16), 5u);
+  EXPECT_EQ(size_group(31), 5u);
+  EXPECT_EQ(size_group(1039), 11u);
+  EXPECT_FALSE(sizes_apart(size_group(60), size_group(70)));  // 60 B and 70 B may share a class
+  EXPECT_FALSE(sizes_apart(size_group(33), size_group(127)));  // neighbouring groups: not always twice apart
+  EXPECT_TRUE(sizes_apart(size_group(63), size_group(128)));
+  EXPECT_TRUE(sizes_apart(size_group(4096), size_group(16)));
+  EXPECT_FALSE(sizes_apart(kUnknownGroup, size_group(16)));  // a free of unknown size may be any class
+}
+
+TEST(CompletionCoincidence, ALockPerClassOfNeighbouringSizesCountsNoPairApart) {
+  // Two locks for sizes in neighbouring groups: their pairs are not "apart", so the measure
+  // across classes has nothing to say, rather than saying the classes coincide.
+  std::mt19937_64 rng(11);
+  const CoincidenceTally t = tally_windows(300, [&](std::vector<CallEnd>& ends, uint64_t lo, uint64_t hi) {
+    for (uint32_t g = 0; g < 2; ++g) {
+      const size_t first = ends.size();
+      take_turns(ends, rng, lo + g * 97, hi, g * 2, 2, 0, 1);
+      for (size_t i = first; i < ends.size(); ++i) ends[i].group = 6 + g;
+    }
+  });
+  ASSERT_TRUE(t.all().value);
+  EXPECT_FALSE(t.across_classes().value);
+  EXPECT_EQ(t.across_classes().near_pairs + t.across_classes().far_pairs, 0u);
 }
 
 TEST(CompletionCoincidence, ALongWindowIsMeasuredBeyondItsFirstEnds) {
