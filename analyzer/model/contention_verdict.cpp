@@ -12,7 +12,9 @@ constexpr double kTurnsBelow = 0.9;          // Q's upper bound (2σ) below this
 constexpr double kDeepTurnsBelow = 0.5;      // … conclusively below this; between, met calls must wait too:
 constexpr double kCorroborateAbove = 0.52;   // … S (or S over allocating or running neighbours) above this
 constexpr double kExcludedAbove = 0.55;      // S's lower bound (2σ) above this: met calls are slower
-constexpr double kParallelBelow = 0.52;      // S's upper bound (3σ) below this: they do not
+constexpr double kParallelBelow = 0.52;      // S's upper bound (3σ) below this: they do not, …
+constexpr double kParallelAwakeBelow = 0.54; // … or its upper bound (2σ) below this, where no slow call slept:
+constexpr double kAwakeSleptShare = 0.01;    // at most this share of the slow calls whose switches are known
 constexpr double kByAllocatingBelow = 0.55;  // … and the same over allocating or running neighbours, if measured, below this
 constexpr double kDisturbedBelow = 0.45;     // S's upper bound (2σ) below this: the reference is disturbed
 constexpr double kClassExcluded = 0.6;       // a class is clearly excluded: S_c - 3σ above this
@@ -211,8 +213,15 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   }
   // "None" needs both: ends that coincide as chance says, and met calls no slower (three
   // standard errors), allocations that met allocations included.
-  const bool parallel = q.low() > kTurnsBelow && *s.value + 3 * se < kParallelBelow &&
-                        (!b.value || b.high() < kByAllocatingBelow) && (!r.value || r.high() < kByAllocatingBelow);
+  // Where every slow call's switches were read and none slept inside the allocator, a waiting
+  // thread could only have spun on a lock that leaves the calls' ends apart (turns, above): met
+  // calls then need only be no slower within 2σ of 0.54.
+  const bool awake = in.switches_recorded && in.rusage_blocked == 0 &&
+                     static_cast<double>(in.slow_slept) <= kAwakeSleptShare * static_cast<double>(in.slow_switched);
+  const double parallel_below = awake ? kParallelAwakeBelow : kParallelBelow;
+  const bool no_slower = awake ? s.high() < kParallelAwakeBelow : *s.value + 3 * se < kParallelBelow;
+  const bool parallel = q.low() > kTurnsBelow && no_slower && (!b.value || b.high() < kByAllocatingBelow) &&
+                        (!r.value || r.high() < kByAllocatingBelow);
   const bool sleeping = sleeps_inside || (in.rusage_blocked >= kMinBlockedSamples &&
                                           static_cast<double>(in.rusage_blocked) >=
                                               kSleepingShare * static_cast<double>(in.rusage_samples));
@@ -221,7 +230,7 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
     return v;
   }
   if (parallel) {
-    const double confidence = std::min(normal_cdf((kParallelBelow - *s.value) / se),
+    const double confidence = std::min(normal_cdf((parallel_below - *s.value) / se),
                                        normal_cdf((*q.value - kTurnsBelow) / std::max(1e-9, q.se)));
     const ExclusionMeasure& f = in.freeing;
     if (a.contended_share >= kPartialMinExcluded) {

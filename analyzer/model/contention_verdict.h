@@ -120,6 +120,7 @@ struct ContentionInputs {
   // Calls of kSwitchSlowNs or longer whose context switches are known (format.h kEvSwitches, and
   // the probe's); of them, those that slept (a voluntary switch) and those only preempted.
   uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;
+  bool switches_recorded = false;         // every slow timed call's switches were read (format.h kModeSwitches)
   uint32_t cpus = 0;                      // CPUs the process may run on (0: not recorded)
   uint32_t max_live_threads = 0;
   double wall_seconds = 0;

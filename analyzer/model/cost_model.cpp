@@ -1426,6 +1426,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   evidence.slow_switched = p2.slow_switched;
   evidence.slow_slept = p2.slow_slept;
   evidence.slow_preempted = p2.slow_preempted;
+  evidence.switches_recorded = cal && (cal->mode_flags & format::kModeSwitches) != 0;
   if (profile.process) {
     const auto& info = profile.process->info;
     evidence.cpus = info.cpus_allowed ? info.cpus_allowed : info.cpus_online;

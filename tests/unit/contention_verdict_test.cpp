@@ -209,6 +209,28 @@ TEST(ContentionVerdict, ParallelCallsThatSleepAreUnsure) {
   EXPECT_EQ(v.reason, ContentionReason::Sleeping);
 }
 
+TEST(ContentionVerdict, AHairSlowerIsNoneOnlyWhereNoSlowCallSlept) {
+  // Met calls 0.525 (bounds 0.521-0.529): interference, not enough for "none" by the strict
+  // rule (S + 3σ < 0.52); enough where every slow call's switches were read and none slept.
+  ExclusionCell c;
+  c.alone.add(10, 20000);
+  c.alone.add(11, 20000);
+  c.met.add(10, 18000);
+  c.met.add(11, 22000);
+  c.met_allocating = c.met;
+  c.met_running = c.met;
+  ContentionInputs in = inputs({c}, {}, ends(1.0, 0.01));
+  ASSERT_NEAR(*in.allocating.slower.value, 0.525, 1e-9);
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::Unsure);  // switches not recorded
+  in.switches_recorded = true;
+  in.slow_switched = 300;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::None);
+  EXPECT_EQ(v.reason, ContentionReason::Parallel);
+  in.slow_slept = 4;  // 1.3 % of the slow calls slept: the strict rule again
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::Unsure);
+}
+
 TEST(ContentionVerdict, AllocationsSlowedByAllocationsCountAsSlower) {
   // Musl's shape: a call that meets a free (mostly lock-free) does not wait; one that meets an
   // allocating call does.  Met calls: 1000 beside a free (as long as alone ones), 100 beside an
