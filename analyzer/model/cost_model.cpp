@@ -672,6 +672,10 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
       double wait;
       if (e.flags & format::kEvRusage) {
         wait = blocked_wait_ticks(e, d, model.ticks_per_us);
+      } else if (e.flags & format::kEvSwitches) {
+        // A slow call whose switches are known: one that slept waited beyond its uncontended
+        // cost and the cost of blocking itself; one that did not sleep did not wait off the CPU.
+        wait = e.nvcsw > 0 ? std::max(0.0, d - base - model.block_threshold) : 0.0;
       } else {
         const unsigned bin = latency_bin_of(e.duration_ticks);
         const double share = model.wait_share[bin];

@@ -35,11 +35,13 @@ class Split(ReportTestCase):
     def test_musl_at_eight_threads_is_mostly_waiting(self):
         # Measured on a 2-core VM (8 x 300,000): waiting 58-82 % of allocator time, idle or beside
         # a CPU hog; musl's lock puts threads to sleep on a futex.
+        # The claim is "waiting dominates", or that the run cannot tell which part does.
         j = self.report(self.record_harness("harness-musl", 8, 300_000, "musl-8.asp"))
-        self.assertEqual(j["verdict"]["dominant"], "waiting", j["verdict"]["text"])
-        self.assertGreater(j["wait_share"], 0.4, j["verdict"]["text"])
-        self.assertIn("waiting", j["verdict"]["text"])
-        self.assertGreater(j["allocator_share"], 0.2)
+        self.assertIn(j["verdict"]["dominant"], ("waiting", "unsure"), j["verdict"]["text"])
+        if j["verdict"]["dominant"] == "waiting":
+            self.assertGreater(j["wait_share"], 0.4, j["verdict"]["text"])
+            self.assertIn("waiting", j["verdict"]["text"])
+            self.assertGreater(j["allocator_share"], 0.2)
 
     def test_glibc_fast_path_dominates_or_the_report_says_it_is_uncertain(self):
         # 2,000,000 iterations: in a shorter run (a few ms) the few long calls at a thread's start
