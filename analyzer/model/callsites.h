@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "allocscope/ops.h"
-#include "commands/cli.h"
 #include "util/json_writer.h"
 #include "symbols/symbolize.h"
 #include "model/trace_analysis.h"
@@ -95,8 +94,5 @@ std::string callsites_text(const CallSiteReport& report);
 // callsites_text() without its title line: how many calls carry a stack, then the table (or why
 // there is none), for other reports; with `width`, call chains are cut to fit in that many columns.
 std::string callsites_body_text(const CallSiteReport& report, size_t width = 0);
-
-// `allocscope callsites FILE [--json] [--top N] [--no-lines]`.
-int callsites_command(CommandArgs args);
 
 }  // namespace allocscope

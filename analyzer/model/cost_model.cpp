@@ -1,6 +1,5 @@
 // The cost model of `allocscope report` (see cost_model.h and docs/analysis.md).
 #include "model/cost_model.h"
-#include "render/contention_wording.h"
 
 #include <fmt/format.h>
 
@@ -16,8 +15,8 @@
 #include "model/completion_coincidence.h"
 #include "util/fine_histogram.h"
 #include "profile/format_names.h"
+#include "profile/peek.h"
 #include "profile/profile.h"
-#include "profile/profile_reader.h"
 #include "util/largest_remainder.h"
 #include "model/release_classes.h"
 #include "profile/thread_profile.h"
@@ -416,44 +415,17 @@ double sampling_variance(double var, uint64_t timed, uint64_t calls) {
   return var / n * fpc;
 }
 
-std::string percent(double share) { return fmt::format("{:.0f} %", 100 * share); }
-
-// What to record so that the allocator time's bound falls under half of it: the bound shrinks
-// with the square root of the timing windows (or of the timed calls).
-std::string unsure_advice(const CostReport& r) {
-  const double rel = r.allocator_time_ns > 0 ? r.allocator_error_ns / r.allocator_time_ns : 1;
-  const double factor = std::max(2.0, std::ceil(std::pow(rel / 0.4, 2)));
-  std::string text = fmt::format("Record at least {:.0f}x as long", factor);
-  if (r.wall_ns) text += fmt::format(" (about {})", format_duration_ns(*r.wall_ns * factor));
-  if (r.sample_every > 1) {
-    const double n = std::max(1.0, std::floor(static_cast<double>(r.sample_every) / factor));
-    text += fmt::format(", or time more calls with --sample {:.0f}", n);
-  }
-  return text + ".";
-}
-
 Verdict make_verdict(const CostReport& r) {
   Verdict v;
   const double total = r.split.total();
   if (r.calls > 0 && r.timed == 0 && r.sample_every > 1) {
     v.dominant = "unsure";
-    v.text = fmt::format("Run too short to judge where the allocator's time goes: none of its {} allocator calls "
-                         "fell in a timing window (1/{} of "
-                         "the time is timed). Record a longer run, or time every call with --sample 1.",
-                         group_digits(r.calls), r.sample_every);
+    v.kind = VerdictKind::NoCallTimed;
     return v;
   }
   if (r.calls == 0 || total <= 0) {
     v.dominant = "none";
-    if (r.calls == 0) {
-      v.text = "No allocator calls were recorded.";
-    } else if (r.sample_every == 0) {
-      v.text = "No call was timed: record with sampling (--sample N, N >= 1) to see where the time goes.";
-    } else {
-      v.text = fmt::format("No call was timed: sampling timed calls during 1/{} of the time, and none fell in a "
-                           "timing window; record with a smaller --sample N (1 times every call).",
-                           r.sample_every);
-    }
+    v.kind = r.calls == 0 ? VerdictKind::NoCalls : r.sample_every == 0 ? VerdictKind::NotSampling : VerdictKind::NoneTimed;
     return v;
   }
   // The dominant cost is claimed only when its share beats the runner-up by more than both bounds.
@@ -469,64 +441,33 @@ Verdict make_verdict(const CostReport& r) {
     }
   }
   if (!shares_sure) {
-    // No claim rests on an unsure figure: say what to record instead.  The contention verdict
-    // rests on figures of its own (and says when they are too few), so it stays.
+    // No claim rests on an unsure figure.  The contention verdict rests on figures of its own (and
+    // says when they are too few), so it stays.
     v.dominant = "unsure";
-    v.text = fmt::format("Run too short to judge where the allocator's time goes: its time is {} ± {}{} ({} timed "
-                         "call{} in {} timing window{}), and fast path, slow but running and waiting are within their "
-                         "bounds of each other. {} {}",
-                         format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
-                         r.allocator_unsure ? ", a bound over half of it" : "", group_digits(r.timed),
-                         r.timed == 1 ? "" : "s", group_digits(r.error.windows), r.error.windows == 1 ? "" : "s",
-                         unsure_advice(r), contention_sentence(r.contention.verdict));
+    v.kind = VerdictKind::SharesUnsure;
     return v;
   }
   const Contention& c = r.contention;
   // How much slower calls were with another thread inside than alone.
-  std::optional<double> slowdown;
   if (c.by_inside.size() >= 2 && c.by_inside[0].inside == 1) {
     double calls = 0, sum = 0;
     for (size_t i = 1; i < c.by_inside.size(); ++i) {
       calls += static_cast<double>(c.by_inside[i].calls);
       sum += static_cast<double>(c.by_inside[i].calls) * c.by_inside[i].mean_ns;
     }
-    if (calls >= static_cast<double>(kMinContended) && c.by_inside[0].mean_ns > 0) slowdown = sum / calls / c.by_inside[0].mean_ns;
+    if (calls >= static_cast<double>(kMinContended) && c.by_inside[0].mean_ns > 0) v.slowdown = sum / calls / c.by_inside[0].mean_ns;
   }
-  std::string text;
   const double fast = r.split.fast_ns / total, slow = r.split.slow_ns / total, wait = r.split.wait_ns / total;
   if (wait >= fast && wait >= slow) {
     v.dominant = "waiting";
-    text = fmt::format("{} of allocator time is waiting: threads blocked off-CPU inside the allocator", percent(wait));
-    if (r.model.rusage_blocked) {
-      text += fmt::format(" ({} sampled calls caught blocking)", r.model.rusage_blocked);
-    } else if (r.model.fallback_blocked_calls >= 1) {
-      text += fmt::format(" (about {} blocking calls, matching the threads' voluntary context switches)",
-                          static_cast<uint64_t>(std::llround(r.model.fallback_blocked_calls)));
-    }
+    v.kind = VerdictKind::Waiting;
   } else if (slow >= fast) {
     v.dominant = "slow";
-    text = fmt::format("{} of allocator time is spent running beyond the calls' uncontended cost", percent(slow));
-    const bool excluded = c.verdict.kind == ContentionKind::GlobalLock || c.verdict.kind == ContentionKind::Partial;
-    if (excluded && slowdown && *slowdown > 1.2) {
-      text += fmt::format(": calls that met another thread inside took {:.1f}x as long as calls made alone "
-                          "(spinning, lock hand-over, shared cache lines)", *slowdown);
-    } else {
-      text += " (page faults, system calls, refills, preemption)";
-    }
+    v.kind = VerdictKind::Slow;
   } else {
     v.dominant = "fast";
-    text = fmt::format("{} of allocator time is the calls' uncontended cost: the fast path dominates", percent(fast));
+    v.kind = VerdictKind::Fast;
   }
-  text += ".";
-  text += " " + contention_sentence(c.verdict);
-  if (r.allocator_unsure) {
-    text += fmt::format(" Its time itself is unsure ({} ± {}, a bound over half of it): no share of thread time is "
-                        "claimed. {}", format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
-                        unsure_advice(r));
-  } else {
-    text += fmt::format(" The allocator takes {} of thread time.", percent(r.allocator_share));
-  }
-  v.text = text;
   return v;
 }
 
@@ -541,18 +482,6 @@ const char* grouping_name(ReportGrouping by) {
     case ReportGrouping::Callsite: return "callsite";
   }
   return "class";
-}
-
-// ---- pass 0: the calibration, which comes before any event ----
-
-std::optional<format::Calibration> read_calibration(const std::filesystem::path& path) {
-  ProfileReader reader(path, [](std::string_view) {});
-  Chunk chunk;
-  while (reader.next(chunk)) {
-    if (const auto* c = std::get_if<format::Calibration>(&chunk.body)) return *c;
-    if (std::holds_alternative<EventsRecord>(chunk.body)) break;
-  }
-  return std::nullopt;
 }
 
 CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options) {

@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "commands/cli.h"
 #include "model/cost_model.h"
 #include "model/shapes.h"
 
@@ -129,15 +128,4 @@ DiffReport diff_profiles(const std::filesystem::path& base, const std::filesyste
 // The same from the two runs' reports, analyzed by bucket (the common grid); their files are read
 // again for page-fault evidence.
 DiffReport diff_reports(const CostReport& base, const CostReport& other);
-// Why the two runs may not be the same workload: their arguments differ, or their programs do
-// while their C libraries are the same (a program built once per libc is expected to differ).
-std::vector<std::string> workload_warnings(const DiffReport& diff);
-std::string diff_text(const DiffReport& diff);
-// The totals table of diff_text and the HTML page: a heading row, then one row per figure
-// (label, BASE, OTHER, OTHER - BASE).
-std::vector<std::vector<std::string>> diff_totals(const DiffReport& diff);
-std::string diff_json(const DiffReport& diff);
-
-int diff_command(CommandArgs args);
-
 }  // namespace allocscope

@@ -31,7 +31,6 @@
 #include <string>
 #include <vector>
 
-#include "commands/cli.h"
 #include "util/json_writer.h"
 #include "model/lifetimes.h"
 #include "model/shape_groups.h"
@@ -203,8 +202,5 @@ std::string shape_gap_text(const ShapeGap& gap, size_t rows = 10);
 
 // "16–24 B", "1 KiB–1.5 KiB", "≥ 14 EiB", "48 B".
 std::string size_range_text(uint64_t lo, uint64_t hi);
-
-// `allocscope shapes FILE [OTHER] [--json]`.
-int shapes_command(CommandArgs args);
 
 }  // namespace allocscope

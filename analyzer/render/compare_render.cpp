@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "run/compare.h"
+#include "render/compare.h"
 #include "render/report.h"
 #include "render/html_page.h"
 #include "render/html_report.h"

@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "render/diff.h"
 #include "render/html_report.h"
 #include "render/html_sections.h"
 #include "util/units.h"

@@ -6,6 +6,7 @@
 
 #include "render/html_report.h"
 #include "render/html_sections.h"
+#include "render/report_verdict.h"
 #include "util/units.h"
 
 namespace allocscope {
@@ -209,7 +210,7 @@ void add_notes(HtmlPage& page, const CostReport& r) {
 std::string report_html(const CostReport& r) {
   HtmlPage page(fmt::format("allocscope report: {}", r.file));
   add_facts(page, r);
-  page.verdict(r.verdict.text);
+  page.verdict(verdict_text(r));
   add_class_costs(page, r);
   add_histograms(page, r);
   add_timeline_sections(page, r, "");

@@ -6,6 +6,7 @@
 
 #include "render/contention_wording.h"
 #include "render/report.h"
+#include "render/report_verdict.h"
 #include "util/text_table.h"
 #include "profile/thread_profile.h"
 #include "util/units.h"
@@ -261,7 +262,7 @@ std::string callsites_section(const ReportDetails& d) {
 
 std::string report_text(const CostReport& r, const ReportDetails& details) {
   std::string out = header(r);
-  out += section("Verdict", wrap_words(r.verdict.text, kWidth, "  "));
+  out += section("Verdict", wrap_words(verdict_text(r), kWidth, "  "));
   if (r.by == ReportGrouping::Thread) {
     out += threads_time_section(r);
   } else if (r.by == ReportGrouping::Shape) {

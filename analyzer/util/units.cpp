@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 
 #include "allocscope/buckets.h"
 
@@ -45,6 +46,15 @@ std::string format_duration_ns(double ns) {
   if (ns < 1e6) return fmt::format("{} µs", trim_number(ns / 1e3, 2));
   if (ns < 1e9) return fmt::format("{} ms", trim_number(ns / 1e6, 2));
   return fmt::format("{} s", trim_number(ns / 1e9, 2));
+}
+
+std::string format_signed_duration_ns(double ns, std::string_view minus) {
+  return (ns < 0 ? std::string(minus) : std::string("+")) + format_duration_ns(std::fabs(ns));
+}
+
+std::string format_percent(double share, int decimals) {
+  if (!std::isfinite(share)) return "-";
+  return fmt::format("{:.{}f} %", 100 * share, decimals);
 }
 
 std::string format_size_bucket(unsigned bucket) {
