@@ -36,11 +36,6 @@ std::string innermost(const FrameInfo& f) {
   return f.name();
 }
 
-std::string pct(double share) {
-  if (!std::isfinite(share)) return "-";
-  return fmt::format("{:.1f} %", 100 * share);
-}
-
 // Per lock address (and kind class: a condition variable is never a lock), then per call site.
 struct SiteAcc {
   uint64_t waits = 0, ticks = 0, max_ticks = 0;
@@ -250,7 +245,7 @@ std::string lock_table(const std::vector<LockRow>& rows, size_t width) {
     for (const LockSite& s : l.sites) {
       if (first) {
         t.add_row({fmt::format("{:#x}", l.address), l.kind, group_digits(l.waits), format_duration_ns(l.wait_ns),
-                   pct(l.share), format_duration_ns(l.max_ns), l.kind == "mutex" ? format_duration_ns(l.unlock_ns) : "",
+                   format_percent(l.share, 1), format_duration_ns(l.max_ns), l.kind == "mutex" ? format_duration_ns(l.unlock_ns) : "",
                    std::to_string(l.threads), chain_text(s)});
         if (l.sites.size() > 1) {
           t.add_row({"", "", group_digits(s.waits), format_duration_ns(s.wait_ns), "", "", "", "", "  … of which here"});
@@ -274,14 +269,14 @@ std::string lock_section_text(const LockReport& r, size_t width) {
   TextTable fields({{"", TextTable::Align::Left}, {"", TextTable::Align::Left}});
   fields.add_row({"lock wait (mutexes, rwlocks)",
                   fmt::format("{} in {} contended waits: {} of thread time", format_duration_ns(r.wait_ns),
-                              group_digits(r.waits), pct(r.share))});
+                              group_digits(r.waits), format_percent(r.share, 1))});
   fields.add_row({"unlock (sampled, est.)",
                   fmt::format("{} in pthread_mutex_unlock ({} of {} calls timed): lock time {}, {} of thread time",
                               format_duration_ns(r.unlock_ns), group_digits(r.unlocks_timed), group_digits(r.unlocks),
-                              format_duration_ns(r.time_ns), pct(r.time_share))});
+                              format_duration_ns(r.time_ns), format_percent(r.time_share, 1))});
   fields.add_row({"condition waits",
                   fmt::format("{} in {} waits ({} of thread time; waiting for work by design, not contention)",
-                              format_duration_ns(r.cond_wait_ns), group_digits(r.cond_waits), pct(r.cond_share))});
+                              format_duration_ns(r.cond_wait_ns), group_digits(r.cond_waits), format_percent(r.cond_share, 1))});
   if (r.capped_threads) {
     fields.add_row({"capped", fmt::format("{} thread(s): the unlock estimate exceeded the thread's lifetime less its "
                                           "waits (a few timed unlocks preempted for long), and was scaled down to it",

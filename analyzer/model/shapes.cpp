@@ -55,11 +55,6 @@ std::vector<ShapeRow> shape_rows(const std::map<ShapeKey, ShapeCounts>& shapes, 
   return rows;
 }
 
-std::string percent(double share) {
-  if (!std::isfinite(share)) return "-";
-  return fmt::format("{:.1f} %", share * 100);
-}
-
 std::string opt_duration(const std::optional<uint64_t>& ns) {
   return ns ? format_duration_ns(static_cast<double>(*ns)) : "-";
 }
@@ -465,7 +460,7 @@ std::string shapes_summary_text(const ShapeReport& r) {
     summary.add_row({"realloc chains",
                      fmt::format("{} chains, {} reallocs ({} in place), longest {}{}", group_digits(ch.chains),
                                  group_digits(ch.steps),
-                                 percent(static_cast<double>(ch.in_place) / static_cast<double>(ch.steps)),
+                                 format_percent(static_cast<double>(ch.in_place) / static_cast<double>(ch.steps), 1),
                                  ch.max_length,
                                  ch.mean_step_growth ? fmt::format(", ×{:.2f} per realloc", *ch.mean_step_growth) : "")});
   }
@@ -502,9 +497,9 @@ std::string shape_groups_text(const ShapeReport& r, size_t rows) {
   for (size_t i = 0; i < r.groups.size() && i < rows; ++i) {
     const ShapeGroupRow& g = r.groups[i];
     table.add_row({describe_shape_group(g.lo, g.hi, g.key), group_digits(g.classes), group_digits(g.blocks),
-                   group_digits(g.calls), calls ? percent(static_cast<double>(g.calls) / static_cast<double>(calls)) : "-",
+                   group_digits(g.calls), calls ? format_percent(static_cast<double>(g.calls) / static_cast<double>(calls), 1) : "-",
                    format_duration_ns(static_cast<double>(g.time_ns)),
-                   time ? percent(static_cast<double>(g.time_ns) / static_cast<double>(time)) : "-"});
+                   time ? format_percent(static_cast<double>(g.time_ns) / static_cast<double>(time), 1) : "-"});
   }
   std::string out = table.render();
   if (r.groups.size() > rows) out += fmt::format("  … {} more (--json lists all)\n", r.groups.size() - rows);
@@ -521,7 +516,7 @@ std::string shape_rows_text(const ShapeReport& r, size_t rows) {
     shapes.add_row({size_range_text(s.lo, s.hi), lifetime_band_label(s.band),
                     s.band == LifetimeBand::Leaked ? "-" : (s.cross_thread ? "other thread" : "same thread"),
                     group_digits(s.blocks), group_digits(s.calls), format_duration_ns(static_cast<double>(s.time_ns)),
-                    total ? percent(static_cast<double>(s.time_ns) / static_cast<double>(total)) : "-"});
+                    total ? format_percent(static_cast<double>(s.time_ns) / static_cast<double>(total), 1) : "-"});
   }
   std::string out = shapes.render();
   if (r.shapes.size() > rows) out += fmt::format("  … {} more shapes (--json lists all)\n", r.shapes.size() - rows);
@@ -705,18 +700,10 @@ void write_shape_gap(JsonWriter& w, const ShapeGap& gap) {
   w.end_object();
 }
 
-namespace {
-
-std::string signed_duration(double ns) {
-  return fmt::format("{}{}", ns >= 0 ? "+" : "−", format_duration_ns(std::abs(ns)));
-}
-
-}  // namespace
-
 std::string shape_gap_text(const ShapeGap& gap, size_t rows) {
   std::string out = fmt::format("Allocator time (each run's estimate, apportioned over its shapes) {} → {} ({}), by shape:\n",
                                 format_duration_ns(static_cast<double>(gap.base_ns)),
-                                format_duration_ns(static_cast<double>(gap.other_ns)), signed_duration(gap.gap_ns));
+                                format_duration_ns(static_cast<double>(gap.other_ns)), format_signed_duration_ns(gap.gap_ns, "−"));
   if (gap.base_outside_ns > 0 || gap.other_outside_ns > 0) {
     out += fmt::format("  of which calls in no shape (free(NULL), failed or unmatched calls): {} → {}\n",
                        format_duration_ns(gap.base_outside_ns), format_duration_ns(gap.other_outside_ns));
@@ -726,8 +713,8 @@ std::string shape_gap_text(const ShapeGap& gap, size_t rows) {
   for (size_t i = 0; i < gap.groups.size() && i < rows; ++i) {
     const ShapeGapGroup& g = gap.groups[i];
     merged.add_row({describe_shape_group(g.lo, g.hi, g.key), format_duration_ns(static_cast<double>(g.base_ns)),
-                    format_duration_ns(static_cast<double>(g.other_ns)), signed_duration(g.delta_ns),
-                    percent(g.share)});
+                    format_duration_ns(static_cast<double>(g.other_ns)), format_signed_duration_ns(g.delta_ns, "−"),
+                    format_percent(g.share, 1)});
   }
   out += merged.render();
   out += "\nBy size class (of the first profile) and lifetime band:\n";
@@ -736,8 +723,8 @@ std::string shape_gap_text(const ShapeGap& gap, size_t rows) {
     const ShapeGapRow& s = gap.rows[i];
     table.add_row({describe_shape(s.lo, s.hi, s.band, s.cross_thread),
                    format_duration_ns(static_cast<double>(s.base_ns)),
-                   format_duration_ns(static_cast<double>(s.other_ns)), signed_duration(s.delta_ns),
-                   percent(s.share)});
+                   format_duration_ns(static_cast<double>(s.other_ns)), format_signed_duration_ns(s.delta_ns, "−"),
+                   format_percent(s.share, 1)});
   }
   out += table.render();
   return out;
