@@ -7,6 +7,7 @@
 #include "commands/cli.h"
 #include "commands/commands.h"
 #include "model/callsites.h"
+#include "render/callsites.h"
 
 namespace allocscope {
 

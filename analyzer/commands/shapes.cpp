@@ -9,6 +9,7 @@
 #include "commands/commands.h"
 #include "model/cost_model.h"
 #include "model/shapes.h"
+#include "render/shapes.h"
 #include "model/trace_analysis.h"
 #include "util/json_writer.h"
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "render/report.h"
+#include "render/shapes.h"
 #include "util/json_writer.h"
 #include "util/text_table.h"
 #include "util/units.h"

@@ -66,6 +66,13 @@ std::string format_size_bucket(unsigned bucket) {
   return fmt::format("[{}, {})", format_bytes(lo), format_bytes(hi + 1));
 }
 
+std::string size_range_text(uint64_t lo, uint64_t hi) {
+  if (hi == ~uint64_t{0}) return fmt::format("≥ {}", format_bytes(lo));
+  if (lo == hi) return format_bytes(lo);
+  if (hi < 1024) return fmt::format("{}–{} B", lo, hi);
+  return fmt::format("{}–{}", format_bytes(lo), format_bytes(hi));
+}
+
 std::string printable(std::string_view text) {
   std::string out;
   for (char c : text) {

@@ -21,6 +21,8 @@ std::string format_signed_duration_ns(double ns, std::string_view minus = "-");
 std::string format_percent(double share, int decimals = 0);
 // Text from the profiled program, made safe for a terminal: control characters are escaped.
 std::string printable(std::string_view text);
+// A range of sizes: "16–24 B", "1 KiB–1.5 KiB", "≥ 14 EiB", "48 B".
+std::string size_range_text(uint64_t lo, uint64_t hi);
 std::string format_size_bucket(unsigned bucket);   // "24 B", "[1 KiB, 1.25 KiB)", "≥ 14 EiB",
                                                    // "size not taken" (kBucketUnknown)
 

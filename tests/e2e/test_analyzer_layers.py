@@ -30,6 +30,7 @@ class TheTree(unittest.TestCase):
                     self.assertNotIn(b, may_include[a])
         self.assertEqual([f for f, allowed in may_include.items() if "commands" in allowed], [])
         self.assertEqual(private["profile/chunk_records.h"], {"profile"})
+        self.assertNotIn("model", private["util/json_writer.h"])
 
     def test_the_command_line_checker_passes_the_tree(self):
         proc = subprocess.run([sys.executable, CHECKER], capture_output=True, text=True)
@@ -98,6 +99,11 @@ class Violations(unittest.TestCase):
         line = self.add_include("model/cost_model.cpp", "profile/profile_reader.h")
         self.assert_one("model/cost_model.cpp", line, "profile/profile_reader.h",
                         "profile/profile_reader.h is private to profile/")
+
+    def test_a_writer_in_the_model(self):
+        line = self.add_include("model/shapes.cpp", "util/json_writer.h")
+        self.assert_one("model/shapes.cpp", line, "util/json_writer.h",
+                        "util/json_writer.h is private to commands/, export/, render/, util/")
 
     def test_a_header_named_without_its_folder(self):
         line = self.add_include("render/report_text.cpp", "cost_model.h")
