@@ -192,115 +192,35 @@ std::optional<double> wall_equivalent(const RunSide& s, double thread_ns) {
 
 using RowKey = std::tuple<bool, uint64_t, uint64_t>;  // (!size_known, lo, hi): sizes first
 
-// The largest component of the allocator's change, in the direction of the gap: its amount, its
-// words in the verdict and its name in `verdict.dominant`.
-struct DiffPart {
-  double ns;
-  const char* words;
-  const char* name;
-};
+}  // namespace
 
 DiffPart largest_part(const DiffReport& d) {
   const bool slower = d.measured_delta_ns > 0;
-  const DiffPart parts[] = {{d.split_delta.wait_ns, "waiting (blocked)", "waiting"},
-                            {d.split_delta.slow_ns, "slow but running", "slow"},
-                            {d.split_delta.fast_ns, "fast path", "fast"},
-                            {d.faults_delta_ns, "page faults outside calls", "faults"}};
+  const DiffPart parts[] = {{DiffPartKind::Waiting, d.split_delta.wait_ns},
+                            {DiffPartKind::Slow, d.split_delta.slow_ns},
+                            {DiffPartKind::Fast, d.split_delta.fast_ns},
+                            {DiffPartKind::Faults, d.faults_delta_ns}};
   return *std::max_element(std::begin(parts), std::end(parts), [&](auto& a, auto& b) {
     return (slower ? a.ns : -a.ns) < (slower ? b.ns : -b.ns);
   });
 }
 
-// The runs take the same thread time within 2 % (per call, when they did different work).
+const char* diff_part_name(DiffPartKind kind) {
+  switch (kind) {
+    case DiffPartKind::Waiting: return "waiting";
+    case DiffPartKind::Slow: return "slow";
+    case DiffPartKind::Fast: return "fast";
+    case DiffPartKind::Faults: return "faults";
+  }
+  return "";
+}
+
 bool same_thread_time(const DiffReport& d) {
   const double base_time = (d.work.per_call ? d.work.ratio : 1.0) * d.base.thread_time_ns;
   return base_time > 0 && std::fabs(d.measured_delta_ns) < 0.02 * base_time;
 }
 
-// With both runs recorded with --locks and a gap to share: what the program's own locks take of it.
-std::string lock_sentence(const DiffReport& d) {
-  if (!d.locks || !d.locks_share) return "";
-  const RunSide& worse = d.locks_delta_ns >= 0 ? d.other : d.base;
-  std::string text = fmt::format(" The program's own locks (outside the allocator) account for {} ({})",
-                                 format_percent(*d.locks_share), format_signed_duration_ns(d.locks_delta_ns));
-  if (!worse.top_lock.empty())
-    text += fmt::format(", most of all {} on {} ({} of waiting)", worse.top_lock, &worse == &d.other ? "OTHER" : "BASE",
-                        format_duration_ns(worse.top_lock_wait_ns));
-  return text + fmt::format("; allocator and locks together explain {}.", d.explained ? format_percent(*d.explained) : "-");
-}
-
-std::string make_verdict(const DiffReport& d) {
-  if (d.work.calls_base == 0 || d.work.calls_other == 0) return d.work.reason;
-  const std::string work = d.work.per_call ? d.work.reason + " " : "";
-  const double k = d.work.per_call ? d.work.ratio : 1.0;
-  if (same_thread_time(d)) {
-    return work + fmt::format("The two runs take the same thread time{} within 2 % ({}): there is no gap "
-                              "to attribute; the allocator's own difference is {}.",
-                              d.work.per_call ? " per call" : "", format_signed_duration_ns(d.measured_delta_ns),
-                              format_signed_duration_ns(d.attributed_delta_ns));
-  }
-  const bool slower = d.measured_delta_ns > 0;
-  std::string text = work + fmt::format("{}OTHER is {} by {} of thread time", d.work.per_call ? "Per call, " : "",
-                                        slower ? "slower" : "faster", format_duration_ns(std::fabs(d.measured_delta_ns)));
-  if (d.work.per_call) text += " at OTHER's calls";
-  if (d.wall_measured_delta_ns)
-    text += fmt::format(" ({} wall)", format_signed_duration_ns(*d.wall_measured_delta_ns));
-  // Time off the CPU outside calls that changed by more than half the gap: the machine's doing
-  // (preemption by other work) as much as the allocator's; no coverage is claimed on it.
-  if (std::fabs(d.unattributed_off_cpu_ns) > 0.5 * std::fabs(d.measured_delta_ns)) {
-    // Blocked (voluntary switches) or preempted (involuntary ones): whichever changed more.
-    const double dv = static_cast<double>(d.other.voluntary_switches) - k * static_cast<double>(d.base.voluntary_switches);
-    const double di = static_cast<double>(d.other.involuntary_switches) - k * static_cast<double>(d.base.involuntary_switches);
-    const bool blocked = std::fabs(dv) > std::fabs(di);
-    text += fmt::format(". Most of this difference ({}) is time the threads spent off the CPU outside the timed "
-                        "allocator calls, ", format_signed_duration_ns(d.unattributed_off_cpu_ns));
-    if (blocked) {
-      text += fmt::format("blocked (their voluntary context switches went from {} to {}): asleep inside allocator calls "
-                          "that the timing windows did not see, or outside the allocator; time every call "
-                          "(--sample 1) to tell them apart",
-                          group_digits(d.base.voluntary_switches), group_digits(d.other.voluntary_switches));
-    } else {
-      text += fmt::format("preempted (their involuntary context switches went from {} to {}): the machine was busy, and "
-                          "the gap says little about the allocator; rerun when it is quieter",
-                          group_digits(d.base.involuntary_switches), group_digits(d.other.involuntary_switches));
-    }
-    return text + fmt::format(". Inside allocator calls: {} ± {}.", format_signed_duration_ns(d.calls_delta_ns),
-                              format_duration_ns(d.calls_error_ns)) + lock_sentence(d);
-  }
-  if (!d.coverage) return text + ".";
-  if (d.attributed_unsure) {
-    return text + fmt::format(". The allocator's part is unsure ({} ± {}: a bound over half of it); no share of the "
-                              "gap is claimed. Record longer, or time more calls with a smaller --sample.",
-                              format_signed_duration_ns(d.attributed_delta_ns), format_duration_ns(d.calls_error_ns)) +
-           lock_sentence(d);
-  }
-  const double c = *d.coverage;
-  text += fmt::format("; the allocator accounts for {} of it ({}", format_percent(c), format_signed_duration_ns(d.attributed_delta_ns));
-  const DiffPart top = largest_part(d);
-  text += fmt::format(", mostly {} {})", top.words, format_signed_duration_ns(top.ns));
-  const DiffRow* row = nullptr;
-  for (const auto& r : d.rows)
-    if (!row || (slower ? r.delta_ns > row->delta_ns : r.delta_ns < row->delta_ns)) row = &r;
-  if (row && d.attributed_delta_ns != 0 && (row->delta_ns > 0) == (d.attributed_delta_ns > 0)) {
-    text += fmt::format("; {} requests carry {} of it", row->label,
-                        format_percent(row->delta_ns / d.attributed_delta_ns));
-  }
-  text += ".";
-  if (c < 0.85) {
-    text += fmt::format(" The remaining {} of the gap lies outside allocator calls and is not attributed: allocscope "
-                        "cannot see what a different heap layout costs the program's own code (cache and TLB misses), "
-                        "so part of it may still be the allocator's doing.", format_percent(std::max(0.0, 1 - c)));
-    if (d.unattributed_ns != 0 && std::fabs(d.unattributed_off_cpu_ns) > 0.5 * std::fabs(d.unattributed_ns) &&
-        (d.unattributed_off_cpu_ns > 0) == (d.unattributed_ns > 0)) {
-      text += fmt::format(" Most of it ({}) is time the threads spent off the CPU outside calls, preempted by other "
-                          "work or blocked: on a busy machine, rerun when it is quieter.",
-                          format_signed_duration_ns(d.unattributed_off_cpu_ns));
-    }
-  } else if (c > 1.2) {
-    text += " The allocator's change exceeds the measured gap: something else got faster.";
-  }
-  return text + lock_sentence(d);
-}
+namespace {
 
 // Splits the difference over the shapes of two traces, or says why it cannot.
 void attribute_to_shapes(DiffReport& d, const CostReport& base, const CostReport& other) {
@@ -424,9 +344,8 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
         d.wall_coverage = *d.wall_attributed_delta_ns / *d.wall_measured_delta_ns;
     }
   }
-  d.verdict = make_verdict(d);
   // No part is named on an unsure difference (the verdict claims no share of the gap then).
-  d.verdict_dominant = same_thread_time(d) || !d.coverage ? "none" : d.attributed_unsure ? "unsure" : largest_part(d).name;
+  d.verdict_dominant = same_thread_time(d) || !d.coverage ? "none" : d.attributed_unsure ? "unsure" : diff_part_name(largest_part(d).kind);
   attribute_to_shapes(d, rb, ro);
   return d;
 }

@@ -117,12 +117,23 @@ struct DiffReport {
   std::optional<double> locks_share;     // locks_delta / measured
   std::optional<double> explained;       // (attributed + locks_delta) / measured
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
-  std::string verdict;
   std::string verdict_dominant;          // the largest part of the allocator's change in the gap's
                                          // direction: waiting, slow, fast, faults; none without a gap
   std::optional<ShapeGap> shape_gap;     // both profiles are traces
   std::string shape_note;                // otherwise: why there is no attribution to shapes
 };
+
+// The largest component of the allocator's change in the direction of the gap (render/diff.h
+// words it; diff_part_name() is its name in `verdict.dominant`).
+enum class DiffPartKind { Waiting, Slow, Fast, Faults };
+struct DiffPart {
+  DiffPartKind kind;
+  double ns;
+};
+DiffPart largest_part(const DiffReport& diff);
+const char* diff_part_name(DiffPartKind kind);  // "waiting", "slow", "fast", "faults"
+// The runs take the same thread time within 2 % (per call, when they did different work).
+bool same_thread_time(const DiffReport& diff);
 
 DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other);
 // The same from the two runs' reports, analyzed by bucket (the common grid); their files are read

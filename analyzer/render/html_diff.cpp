@@ -208,7 +208,7 @@ std::string diff_html(const DiffReport& d, const CostReport& base, const CostRep
   page.fact("attributed to the allocator",
             fmt::format("{} (calls {} ± {}, page faults outside calls {})", format_signed_duration_ns(d.attributed_delta_ns, "−"),
                         format_signed_duration_ns(d.calls_delta_ns, "−"), format_duration_ns(d.calls_error_ns), format_signed_duration_ns(d.faults_delta_ns, "−")));
-  page.verdict(d.verdict);
+  page.verdict(diff_verdict_text(d));
   add_component_waterfall(page, d);
   add_size_waterfall(page, d);
   add_sides(page, d, base, other);
