@@ -2,10 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <stdexcept>
-
 namespace allocscope {
 
 bool is_help_flag(std::string_view arg) { return arg == "-h" || arg == "--help"; }
@@ -27,39 +23,6 @@ bool take_option_value(std::string_view command, CommandArgs args, size_t& i, st
     return true;
   }
   return false;
-}
-
-namespace {
-
-std::runtime_error exists_error(const std::filesystem::path& path) {
-  return std::runtime_error(
-      fmt::format("{} already exists; not overwriting it (--force overwrites it)", path.string()));
-}
-
-}  // namespace
-
-void refuse_overwrite(const std::filesystem::path& path, bool force) {
-  if (path == "-") return;
-  std::error_code ec;
-  const auto status = std::filesystem::symlink_status(path, ec);
-  if (!std::filesystem::exists(status)) return;
-  if (std::filesystem::is_directory(std::filesystem::status(path, ec))) {
-    throw std::runtime_error(fmt::format("{} is a directory", path.string()));
-  }
-  if (!force) throw exists_error(path);
-}
-
-std::FILE* open_output_file(const std::filesystem::path& path, bool force) {
-  if (path == "-") return stdout;
-  refuse_overwrite(path, force);
-  std::FILE* f = std::fopen(path.c_str(), force ? "wb" : "wbx");
-  if (!f && errno == EEXIST) throw exists_error(path);
-  if (!f) throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
-  return f;
-}
-
-void OutputFileCloser::operator()(std::FILE* f) const {
-  if (f && f != stdout) std::fclose(f);
 }
 
 }  // namespace allocscope

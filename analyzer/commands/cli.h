@@ -5,21 +5,16 @@
 // exception derived from std::exception (ProfileError, …); main() turns both into one line on
 // stderr and exit status kExitError.  Subcommands that run a program return its status instead.
 #pragma once
-#include <cstdio>
-#include <filesystem>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <string_view>
+
+#include "util/output_file.h"
+#include "util/usage_error.h"
 
 namespace allocscope {
 
 constexpr int kExitError = 2;
-
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 using CommandArgs = std::span<const std::string>;
 
@@ -37,17 +32,5 @@ bool is_help_flag(std::string_view arg);
 // returns true.  Throws UsageError ("<command>: --name needs a value") when the value is missing.
 bool take_option_value(std::string_view command, CommandArgs args, size_t& i, std::string_view long_name,
                        std::string_view short_name, std::string& value);
-
-// Files a command writes (profiles, pages, exports) follow one rule: an existing file is
-// overwritten only with --force.  refuse_overwrite() checks early (before a long analysis or run)
-// and throws "PATH already exists; not overwriting it (--force overwrites it)"; open_output_file()
-// opens for writing, exclusively without `force` (a file that appeared meanwhile is refused too),
-// and "-" means standard output.  Neither ever writes through or replaces a directory.
-void refuse_overwrite(const std::filesystem::path& path, bool force);
-std::FILE* open_output_file(const std::filesystem::path& path, bool force);
-// Closes what open_output_file() opened (never stdout).
-struct OutputFileCloser {
-  void operator()(std::FILE* f) const;
-};
 
 }  // namespace allocscope

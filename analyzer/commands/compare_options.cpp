@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "commands/cli.h"
+#include "commands/commands.h"
 #include "run/compare.h"
 #include "run/record.h"
 
@@ -62,11 +64,6 @@ CompareVariant parse_variant(const std::string& text) {
 }
 
 }  // namespace
-
-bool is_row_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == '+' || c == '-';
-}
 
 std::vector<std::string> default_compare_allocators() { return {"glibc", "jemalloc", "tcmalloc", "mimalloc", "scudo"}; }
 

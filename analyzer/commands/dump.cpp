@@ -1,4 +1,6 @@
 #include "render/dump.h"
+#include "commands/cli.h"
+#include "commands/commands.h"
 
 #include <fmt/format.h>
 

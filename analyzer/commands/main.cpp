@@ -8,14 +8,7 @@
 
 #include "allocscope/format.h"
 #include "commands/cli.h"
-#include "model/callsites.h"
-#include "run/compare.h"
-#include "render/dump.h"
-#include "export/export.h"
-#include "run/record.h"
-#include "model/shapes.h"
-#include "model/diff.h"
-#include "render/report.h"
+#include "commands/commands.h"
 
 namespace allocscope {
 namespace {

@@ -1,4 +1,6 @@
 #include "render/report.h"
+#include "commands/cli.h"
+#include "commands/commands.h"
 
 #include <future>
 
@@ -7,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "profile/peek.h"
 #include "render/html_page.h"
 #include "render/html_report.h"
 

@@ -27,7 +27,6 @@
 #include <tuple>
 #include <vector>
 
-#include "commands/cli.h"
 #include "symbols/symbolize.h"
 #include "model/trace_analysis.h"
 
@@ -40,9 +39,6 @@ struct TimeBound {
   double seconds = 0;
   std::optional<uint64_t> tick;  // "…t": an absolute tick, as `dump` shows them
 };
-// Parses "1.5", "1.5s", "250ms", "40us", "100ns" (from the process start) or "123456t" (a tick).
-// Throws UsageError naming `option`.
-TimeBound parse_time_bound(std::string_view option, const std::string& text);
 
 struct ExportOptions {
   ExportWeight weight = ExportWeight::Time;
@@ -112,7 +108,5 @@ std::string gzip_bytes(const std::string& data);
 // Streams the trace-event JSON of `profile` (loaded by load_profile(); its events are read again
 // from its file) to `out`; returns the calls written.
 uint64_t export_chrome(const Profile& profile, std::FILE* out, const ExportOptions& options = {});
-
-int export_command(CommandArgs args);
 
 }  // namespace allocscope

@@ -248,41 +248,6 @@ std::vector<std::string> site_names(const Profile& profile, const ExportOptions&
 
 }  // namespace
 
-TimeBound parse_time_bound(std::string_view option, const std::string& text) {
-  auto bad = [&] {
-    return UsageError(fmt::format("export: {} takes seconds from the process start (1.5, 1.5s, 250ms, 40us, "
-                                  "100ns) or a tick of the profile's clock (123456t), not '{}'",
-                                  option, text));
-  };
-  if (text.empty()) throw bad();
-  TimeBound b;
-  if (text.back() == 't') {
-    const std::string digits = text.substr(0, text.size() - 1);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) throw bad();
-    errno = 0;
-    b.tick = std::strtoull(digits.c_str(), nullptr, 10);
-    if (errno != 0) throw bad();
-    return b;
-  }
-  static constexpr std::pair<std::string_view, double> kUnits[] = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
-  double scale = 1;
-  std::string number = text;
-  for (const auto& [suffix, factor] : kUnits) {
-    if (text.size() > suffix.size() && text.ends_with(suffix)) {
-      number = text.substr(0, text.size() - suffix.size());
-      scale = factor;
-      break;
-    }
-  }
-  char* end = nullptr;
-  const double value = std::strtod(number.c_str(), &end);
-  if (number.empty() || *end != '\0' || !std::isfinite(value) || value < 0 || number[0] == '+' || number[0] == '-') {
-    throw bad();
-  }
-  b.seconds = value * scale;
-  return b;
-}
-
 uint64_t export_chrome(const Profile& profile, std::FILE* out, const ExportOptions& options) {
   const std::filesystem::path path = profile.file;
   ChromeWriter writer(out, profile, site_names(profile, options), options);

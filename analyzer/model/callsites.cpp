@@ -7,15 +7,10 @@
 #include <map>
 #include <set>
 
-#include "model/shapes.h"
-#include "util/text_table.h"
-#include "util/units.h"
 
 namespace allocscope {
 
 namespace {
-
-using Align = TextTable::Align;
 
 std::string base_name(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -182,147 +177,6 @@ CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions
 
 CallSiteReport analyze_callsites(const std::filesystem::path& path, const CallSiteOptions& options) {
   return callsite_report(load_estimated_stack_costs(path), options);
-}
-
-void write_callsite_fields(JsonWriter& w, const CallSiteReport& r) {
-  w.field("stack_calls", r.calls_with_stack).field("stackless_calls", r.calls_without_stack);
-  w.field("stack_time_ns", r.time_with_stack_ns).field("stackless_time_ns", r.time_without_stack_ns);
-  w.field("time_estimated", r.estimated).field("allocator_time_ns", static_cast<int64_t>(std::llround(r.allocator_time_ns)));
-  w.field("stacks", r.stacks).field("sites", r.sites);
-  w.key("callsites").begin_array();
-  for (const CallSiteRow& c : r.rows) {
-    w.begin_object();
-    w.field("site", c.site).field("location", c.location).field("module", c.module);
-    w.key("chain").begin_array();
-    for (const auto& name : c.chain) w.value(name);
-    w.end_array();
-    w.field("inlined", c.inlined);
-    w.field("size_known", c.size_known).key("lo");
-    c.size_known ? w.value(c.lo) : w.null();
-    w.key("hi");
-    c.size_known && c.hi != ~uint64_t{0} ? w.value(c.hi) : w.null();
-    w.field("label", c.label).field("calls", c.calls).field("time_ns", c.time_ns).field("bytes", c.bytes);
-    w.field("leaked_blocks", c.leaked_blocks).field("leaked_bytes", c.leaked_bytes);
-    w.key("ops").begin_object();
-    for (unsigned op = 0; op < kOpSlots; ++op) {
-      if (c.calls_by_op[op]) w.field(op_label(op), c.calls_by_op[op]);
-    }
-    w.end_object();
-    w.end_object();
-  }
-  w.end_array();
-}
-
-std::string callsites_json(const CallSiteReport& r) {
-  std::string out;
-  JsonWriter w(out);
-  w.begin_object();
-  w.field("schema", "allocscope-callsites/1");
-  w.field("file", r.file).field("program", r.program).field("trace", r.trace);
-  w.field("class_table", r.class_table).field("calls", r.calls);
-  write_callsite_fields(w, r);
-  w.end_object();
-  out += '\n';
-  return out;
-}
-
-std::string callsites_text(const CallSiteReport& r) {
-  return fmt::format("Call sites of {}\n", r.program.empty() ? r.file : r.program) + callsites_body_text(r);
-}
-
-std::string callsites_body_text(const CallSiteReport& r, size_t width) {
-  std::string out;
-  if (r.stacks == 0) {
-    out += "  This profile holds no call stacks: record with `allocscope record --stacks` (or --trace with\n"
-           "  stacks) to attribute calls to call sites.\n";
-    return out;
-  }
-  out += fmt::format("  {} of {} {} carry a stack ({} distinct stacks, {} call sites)\n\n",
-                     group_digits(r.calls_with_stack), group_digits(r.calls), r.trace ? "calls" : "timed calls",
-                     group_digits(r.stacks), group_digits(r.sites));
-  if (r.estimated) {
-    out += fmt::format("  time: the report's estimate of allocator time, {} in all: {} at these stacks,\n"
-                       "  {} without a stack; apportioned over the stacks by their own {}\n\n",
-                       format_duration_ns(r.allocator_time_ns), format_duration_ns(static_cast<double>(r.time_with_stack_ns)),
-                       format_duration_ns(static_cast<double>(r.time_without_stack_ns)),
-                       r.trace ? "calls' times" : "timed calls (a sample)");
-  }
-  TextTable table({{"size class", Align::Left}, {"call site", Align::Left}, {"where", Align::Left},
-                   {"calls"}, {"time"}, {"bytes"}, {"leaked"}});
-  std::string last_class;
-  for (const CallSiteRow& c : r.rows) {
-    const std::string cls = c.size_known ? size_range_text(c.lo, c.hi) : "size unknown";
-    std::string chain;
-    for (size_t i = 0; i < c.chain.size(); ++i) {
-      chain += (i ? " ← " : "") + c.chain[i];
-      if (i < c.inlined) chain += " (inlined)";
-    }
-    table.add_row({cls == last_class ? "" : cls, chain, c.location.empty() ? c.module : c.location,
-                   group_digits(c.calls), format_duration_ns(static_cast<double>(c.time_ns)), format_bytes(c.bytes),
-                   c.leaked_blocks ? fmt::format("{} ({})", group_digits(c.leaked_blocks), format_bytes(c.leaked_bytes))
-                                   : ""});
-    last_class = cls;
-  }
-  if (width) {  // the chain gives way first, then where, then (as in the class tables) the class
-    table.shrink_to_fit(1, width, 20);
-    table.shrink_to_fit(2, width, 10);
-    table.shrink_to_fit(0, width, 12);
-  }
-  out += table.render();
-  return out;
-}
-
-namespace {
-
-constexpr std::string_view kUsage =
-    "usage: allocscope callsites FILE [--json] [--top N] [--no-lines]\n"
-    "\n"
-    "The costliest call sites of the program, per size class: calls, allocator time and bytes of\n"
-    "the calls that carry a call stack, and (traces) the blocks allocated there and never freed.\n"
-    "Symbols come from the recorded objects' ELF symbol tables; file:line from addr2line when\n"
-    "the objects have debug information.\n"
-    "\n"
-    "  --json       one JSON document instead of text\n"
-    "  --top N      call sites per size class (default 10, 0 = all)\n"
-    "  --no-lines   do not run addr2line (symbols only)\n"
-    "  -h, --help   this help\n";
-
-}  // namespace
-
-int callsites_command(CommandArgs args) {
-  std::string file;
-  bool json = false, options_done = false;
-  CallSiteOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (!options_done && is_help_flag(arg)) {
-      fmt::print("{}", kUsage);
-      return 0;
-    }
-    if (!options_done && arg == "--json") {
-      json = true;
-    } else if (!options_done && arg == "--no-lines") {
-      options.source_lines = false;
-    } else if (!options_done && (arg == "--top" || arg.starts_with("--top="))) {
-      std::string value = arg == "--top" ? (i + 1 < args.size() ? args[++i] : "") : arg.substr(6);
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
-      if (value.empty() || *end || value[0] == '-') throw UsageError(fmt::format("callsites: --top needs a number, not '{}'", value));
-      options.top = static_cast<size_t>(n);
-    } else if (!options_done && arg == "--") {
-      options_done = true;
-    } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
-      throw UsageError(fmt::format("callsites: unknown option '{}'", arg));
-    } else if (!file.empty()) {
-      throw UsageError("callsites: one FILE only");
-    } else {
-      file = arg;
-    }
-  }
-  if (file.empty()) throw UsageError("callsites: missing FILE");
-  const CallSiteReport report = analyze_callsites(file, options);
-  fmt::print("{}", json ? callsites_json(report) : callsites_text(report));
-  return 0;
 }
 
 std::unique_ptr<Symbolizer> stack_symbolizer(const Profile& profile, bool source_lines) {

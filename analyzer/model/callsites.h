@@ -22,8 +22,6 @@
 #include <vector>
 
 #include "allocscope/ops.h"
-#include "commands/cli.h"
-#include "util/json_writer.h"
 #include "symbols/symbolize.h"
 #include "model/trace_analysis.h"
 
@@ -88,15 +86,5 @@ struct CallSiteReport {
 
 CallSiteReport analyze_callsites(const std::filesystem::path& path, const CallSiteOptions& options = {});
 CallSiteReport callsite_report(const StackCostSource& costs, const CallSiteOptions& options = {});
-
-void write_callsite_fields(JsonWriter& w, const CallSiteReport& report);  // "callsites": […], …
-std::string callsites_json(const CallSiteReport& report);
-std::string callsites_text(const CallSiteReport& report);
-// callsites_text() without its title line: how many calls carry a stack, then the table (or why
-// there is none), for other reports; with `width`, call chains are cut to fit in that many columns.
-std::string callsites_body_text(const CallSiteReport& report, size_t width = 0);
-
-// `allocscope callsites FILE [--json] [--top N] [--no-lines]`.
-int callsites_command(CommandArgs args);
 
 }  // namespace allocscope

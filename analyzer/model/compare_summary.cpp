@@ -6,7 +6,7 @@
 #include <cmath>
 #include <exception>
 
-#include "run/compare.h"
+#include "model/compare.h"
 #include "model/cost_model.h"
 #include "model/diff.h"
 #include "util/units.h"

@@ -1,6 +1,5 @@
 // The cost model of `allocscope report` (see cost_model.h and docs/analysis.md).
 #include "model/cost_model.h"
-#include "render/contention_wording.h"
 
 #include <fmt/format.h>
 
@@ -16,8 +15,8 @@
 #include "model/completion_coincidence.h"
 #include "util/fine_histogram.h"
 #include "profile/format_names.h"
+#include "profile/peek.h"
 #include "profile/profile.h"
-#include "profile/profile_reader.h"
 #include "util/largest_remainder.h"
 #include "model/release_classes.h"
 #include "profile/thread_profile.h"
@@ -424,44 +423,17 @@ double sampling_variance(double var, uint64_t timed, uint64_t calls) {
   return var / n * fpc;
 }
 
-std::string percent(double share) { return fmt::format("{:.0f} %", 100 * share); }
-
-// What to record so that the allocator time's bound falls under half of it: the bound shrinks
-// with the square root of the timing windows (or of the timed calls).
-std::string unsure_advice(const CostReport& r) {
-  const double rel = r.allocator_time_ns > 0 ? r.allocator_error_ns / r.allocator_time_ns : 1;
-  const double factor = std::max(2.0, std::ceil(std::pow(rel / 0.4, 2)));
-  std::string text = fmt::format("Record at least {:.0f}x as long", factor);
-  if (r.wall_ns) text += fmt::format(" (about {})", format_duration_ns(*r.wall_ns * factor));
-  if (r.sample_every > 1) {
-    const double n = std::max(1.0, std::floor(static_cast<double>(r.sample_every) / factor));
-    text += fmt::format(", or time more calls with --sample {:.0f}", n);
-  }
-  return text + ".";
-}
-
 Verdict make_verdict(const CostReport& r) {
   Verdict v;
   const double total = r.split.total();
   if (r.calls > 0 && r.timed == 0 && r.sample_every > 1) {
     v.dominant = "unsure";
-    v.text = fmt::format("Run too short to judge where the allocator's time goes: none of its {} allocator calls "
-                         "fell in a timing window (1/{} of "
-                         "the time is timed). Record a longer run, or time every call with --sample 1.",
-                         group_digits(r.calls), r.sample_every);
+    v.kind = VerdictKind::NoCallTimed;
     return v;
   }
   if (r.calls == 0 || total <= 0) {
     v.dominant = "none";
-    if (r.calls == 0) {
-      v.text = "No allocator calls were recorded.";
-    } else if (r.sample_every == 0) {
-      v.text = "No call was timed: record with sampling (--sample N, N >= 1) to see where the time goes.";
-    } else {
-      v.text = fmt::format("No call was timed: sampling timed calls during 1/{} of the time, and none fell in a "
-                           "timing window; record with a smaller --sample N (1 times every call).",
-                           r.sample_every);
-    }
+    v.kind = r.calls == 0 ? VerdictKind::NoCalls : r.sample_every == 0 ? VerdictKind::NotSampling : VerdictKind::NoneTimed;
     return v;
   }
   // The dominant cost is claimed only when its share beats the runner-up by more than both bounds.
@@ -477,64 +449,33 @@ Verdict make_verdict(const CostReport& r) {
     }
   }
   if (!shares_sure) {
-    // No claim rests on an unsure figure: say what to record instead.  The contention verdict
-    // rests on figures of its own (and says when they are too few), so it stays.
+    // No claim rests on an unsure figure.  The contention verdict rests on figures of its own (and
+    // says when they are too few), so it stays.
     v.dominant = "unsure";
-    v.text = fmt::format("Run too short to judge where the allocator's time goes: its time is {} ± {}{} ({} timed "
-                         "call{} in {} timing window{}), and fast path, slow but running and waiting are within their "
-                         "bounds of each other. {} {}",
-                         format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
-                         r.allocator_unsure ? ", a bound over half of it" : "", group_digits(r.timed),
-                         r.timed == 1 ? "" : "s", group_digits(r.error.windows), r.error.windows == 1 ? "" : "s",
-                         unsure_advice(r), contention_sentence(r.contention.verdict));
+    v.kind = VerdictKind::SharesUnsure;
     return v;
   }
   const Contention& c = r.contention;
   // How much slower calls were with another thread inside than alone.
-  std::optional<double> slowdown;
   if (c.by_inside.size() >= 2 && c.by_inside[0].inside == 1) {
     double calls = 0, sum = 0;
     for (size_t i = 1; i < c.by_inside.size(); ++i) {
       calls += static_cast<double>(c.by_inside[i].calls);
       sum += static_cast<double>(c.by_inside[i].calls) * c.by_inside[i].mean_ns;
     }
-    if (calls >= static_cast<double>(kMinContended) && c.by_inside[0].mean_ns > 0) slowdown = sum / calls / c.by_inside[0].mean_ns;
+    if (calls >= static_cast<double>(kMinContended) && c.by_inside[0].mean_ns > 0) v.slowdown = sum / calls / c.by_inside[0].mean_ns;
   }
-  std::string text;
   const double fast = r.split.fast_ns / total, slow = r.split.slow_ns / total, wait = r.split.wait_ns / total;
   if (wait >= fast && wait >= slow) {
     v.dominant = "waiting";
-    text = fmt::format("{} of allocator time is waiting: threads blocked off-CPU inside the allocator", percent(wait));
-    if (r.model.rusage_blocked) {
-      text += fmt::format(" ({} sampled calls caught blocking)", r.model.rusage_blocked);
-    } else if (r.model.fallback_blocked_calls >= 1) {
-      text += fmt::format(" (about {} blocking calls, matching the threads' voluntary context switches)",
-                          static_cast<uint64_t>(std::llround(r.model.fallback_blocked_calls)));
-    }
+    v.kind = VerdictKind::Waiting;
   } else if (slow >= fast) {
     v.dominant = "slow";
-    text = fmt::format("{} of allocator time is spent running beyond the calls' uncontended cost", percent(slow));
-    const bool excluded = c.verdict.kind == ContentionKind::GlobalLock || c.verdict.kind == ContentionKind::Partial;
-    if (excluded && slowdown && *slowdown > 1.2) {
-      text += fmt::format(": calls that met another thread inside took {:.1f}x as long as calls made alone "
-                          "(spinning, lock hand-over, shared cache lines)", *slowdown);
-    } else {
-      text += " (page faults, system calls, refills, preemption)";
-    }
+    v.kind = VerdictKind::Slow;
   } else {
     v.dominant = "fast";
-    text = fmt::format("{} of allocator time is the calls' uncontended cost: the fast path dominates", percent(fast));
+    v.kind = VerdictKind::Fast;
   }
-  text += ".";
-  text += " " + contention_sentence(c.verdict);
-  if (r.allocator_unsure) {
-    text += fmt::format(" Its time itself is unsure ({} ± {}, a bound over half of it): no share of thread time is "
-                        "claimed. {}", format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
-                        unsure_advice(r));
-  } else {
-    text += fmt::format(" The allocator takes {} of thread time.", percent(r.allocator_share));
-  }
-  v.text = text;
   return v;
 }
 
@@ -551,27 +492,12 @@ const char* grouping_name(ReportGrouping by) {
   return "class";
 }
 
-// ---- pass 0: the calibration, which comes before any event ----
+namespace {
 
-std::optional<format::Calibration> read_calibration(const std::filesystem::path& path) {
-  ProfileReader reader(path, [](std::string_view) {});
-  Chunk chunk;
-  while (reader.next(chunk)) {
-    if (const auto* c = std::get_if<format::Calibration>(&chunk.body)) return *c;
-    if (std::holds_alternative<EventsRecord>(chunk.body)) break;
-  }
-  return std::nullopt;
-}
+// ---- pass 1: the profile, and what its timed calls say about the allocator alone ----
 
-CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options) {
-  const std::optional<format::Calibration> cal0 = read_calibration(path);
-  const double hz0 = cal0 && cal0->tick_hz ? static_cast<double>(cal0->tick_hz) : 1e9;
-  const SweepConfig sweep_config = cal0 ? sweep_config_for(*cal0, hz0) : SweepConfig{};
-  const double ticks_per_us0 = hz0 / 1e6;
-  const uint64_t switch_slow_ticks = static_cast<uint64_t>(std::llround(hz0 * 1e-9 * format::kSwitchSlowNs));
-
-  // ---- pass 1 ----
-  Pass1 p1;
+// Reads the profile; its timed calls, window by window, fill `p1`.
+Profile pass1(const std::filesystem::path& path, const SweepConfig& sweep_config, double ticks_per_us0, Pass1& p1) {
   WindowSweep sweep1(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo&) {
     for (const SweepItem& it : items) {
       const format::Event& e = it.event;
@@ -595,39 +521,53 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     }
   });
   LoadOptions load1;
-  load1.on_events = [&](const format::EventsHeader& header, std::span<const format::Event> events) {
+  read_timed_calls(load1, [&](const format::EventsHeader& header, std::span<const format::Event> events) {
     ++p1.event_chunks;
     p1.sizes.add(events);
     sweep1.add(header.thread_serial, events);
-  };
-  // A trace holds every call, timed: its records are the timed-call events of the model.
-  load1.on_trace = [&](const TraceEventsRecord& chunk) {
-    const std::vector<format::Event> events = trace_chunk_as_events(chunk);
-    load1.on_events(trace_chunk_events_header(chunk), events);
-  };
-  const Profile profile = load_profile(path, load1);
+  });
+  Profile profile = load_profile(path, load1);
   sweep1.finish();
   p1.sweep = sweep1.totals();
+  return profile;
+}
 
-  const std::optional<format::Calibration>& cal = profile.calibration;
-  const Model model = learn(p1, profile, cal);
-  auto to_ns = [&](double ticks) { return profile.clock.to_ns_exact(ticks); };
+// The classes the estimate is made on (the allocator's own, whatever the grouping, so that every
+// view of a profile rests on one estimate), and those the report shows: `--by bucket` shows the
+// estimate apportioned to allocscope's buckets.
+struct ClassGrid {
+  ClassGrid(const ClassTable& estimate, const ClassTable& display)
+      : table(&estimate), disp_table(&display), regrid(&display != &estimate), classes(estimate.classes()),
+        disp_classes(display.classes()), class_of(estimate), disp_class_of(display) {}
+  const ClassTable* table;
+  const ClassTable* disp_table;
+  bool regrid;
+  std::span<const SizeClass> classes, disp_classes;
+  ClassLookup class_of, disp_class_of;
+};
 
-  // The size classes: the model estimates on the allocator's own classes whatever the grouping
-  // (so that every view of a profile rests on one estimate); `--by bucket` shows the estimate
-  // apportioned to allocscope's buckets.
+ClassGrid class_grid(const Profile& profile, ReportGrouping by) {
   const ClassTable* table = nullptr;
   if (profile.process) {
     table = class_table_for(profile.process->allocator, static_cast<format::Libc>(profile.process->info.libc));
   }
   if (!table) table = &bucket_class_table();
-  const ClassTable* disp_table = options.by == ReportGrouping::Bucket ? &bucket_class_table() : table;
-  const bool regrid = disp_table != table;
-  const auto classes = table->classes();
-  const auto disp_classes = disp_table->classes();
-  const ClassLookup class_of(*table);
-  const ClassLookup disp_class_of(*disp_table);
+  return ClassGrid(*table, by == ReportGrouping::Bucket ? bucket_class_table() : *table);
+}
 
+// ---- pass 2: every timed call again, corrected by the model ----
+
+// Each timed call's wait and uncontended cost by the model (phi: each thread's share of blocking
+// calls by latency bin), added up per thread and class in `p2`, into the timeline and into the
+// completion coincidences; the serialization index's progress over the contended windows.
+void pass2(const std::filesystem::path& path, const Profile& profile, const Pass1& p1, const Model& model,
+           const std::vector<std::vector<double>>& phi, const ClassGrid& grid, const SweepConfig& sweep_config,
+           Pass2& p2, TimelineBuilder& timeline, CoincidenceTally& coincidence) {
+  const auto classes = grid.classes;
+  const auto disp_classes = grid.disp_classes;
+  const ClassLookup& class_of = grid.class_of;
+  const ClassLookup& disp_class_of = grid.disp_class_of;
+  const bool regrid = grid.regrid;
   // Threads, by serial.
   std::vector<int32_t> thread_of_serial;
   for (size_t i = 0; i < profile.threads.size(); ++i) {
@@ -635,23 +575,14 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     if (serial >= thread_of_serial.size()) thread_of_serial.resize(serial + 1, -1);
     thread_of_serial[serial] = static_cast<int32_t>(i);
   }
-  ModelNotes notes;
-  std::vector<std::vector<double>> phi;
-  for (const auto& t : profile.threads) phi.push_back(fallback_blocked(t, model, notes.fallback_blocked_calls));
-
-  // ---- pass 2 ----
-  Pass2 p2;
   p2.threads.resize(profile.threads.size());
   // A call this long that did not block was descheduled (preempted, or its CPU taken by the
   // hypervisor): the windows it spans say more about the machine's load than about the allocator,
   // and are left out of the serialization index.
   const double preempted_ticks = profile.clock.hz() * kPreemptedSeconds;
+  const uint64_t switch_slow_ticks = static_cast<uint64_t>(std::llround(profile.clock.hz() * 1e-9 * format::kSwitchSlowNs));
   uint64_t excluded_until = 0;
   std::vector<double> waits;
-  TimelineBuilder timeline(profile, sweep_config);
-  // Whether calls of different threads end at the same moments (completion_coincidence.h).
-  CoincidenceTally coincidence(clock_step_of(p1.raw.counts(), p1.raw.total()),
-                               static_cast<uint64_t>(std::ceil(profile.clock.hz() * kCoincidenceNearSeconds)));
   std::vector<CallEnd> ends;
   WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
     timeline.add_window(info);
@@ -755,17 +686,157 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   uint64_t chunks_seen = 0;
   LoadOptions load2;
   load2.warn = [](std::string_view) {};
-  load2.on_events = [&](const format::EventsHeader& header, std::span<const format::Event> events) {
+  read_timed_calls(load2, [&](const format::EventsHeader& header, std::span<const format::Event> events) {
     if (++chunks_seen > p1.event_chunks) return;  // the file grew since pass 1
     sweep2.add(header.thread_serial, events);
-  };
-  load2.on_trace = [&](const TraceEventsRecord& chunk) {
-    const std::vector<format::Event> events = trace_chunk_as_events(chunk);
-    load2.on_events(trace_chunk_events_header(chunk), events);
-  };
+  });
   (void)load_profile(path, load2);
   sweep2.finish();
   p2.sweep = sweep2.totals();
+}
+
+// ---- contention and notes, from the estimate and the passes ----
+
+// The threads meeting inside the allocator: shares, the serialization index, latency by threads
+// inside, and the contention verdict on that evidence (contention_verdict.h).
+void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& coincidence, const Profile& profile) {
+  auto to_ns = [&](double ticks) { return profile.clock.to_ns_exact(ticks); };
+  Contention& c = r.contention;
+  c.wait_share = r.allocator_time_ns > 0 ? r.split.wait_ns / r.allocator_time_ns : 0;
+  c.classified = p2.classified;
+  c.contended = p2.contended;
+  c.contended_share = c.classified ? static_cast<double>(c.contended) / static_cast<double>(c.classified) : 0;
+  const uint64_t contended_ticks = p2.sweep.contended_ticks();
+  c.contended_time_share = p2.sweep.busy_ticks() ? static_cast<double>(contended_ticks) / static_cast<double>(p2.sweep.busy_ticks()) : 0;
+  c.si_calls = p2.si_calls;
+  if (p2.si_calls >= kMinContended && p2.si_time > 0) c.serialization_index = p2.si_progress / p2.si_time;
+  c.si_excluded_windows = p2.si_excluded_windows;
+  if (p2.sweep.busy_ticks() > 0) {
+    c.occupancy = p2.sweep.inside_ticks() / static_cast<double>(p2.sweep.busy_ticks());
+  }
+  c.max_inside = p2.sweep.max_inside;
+  for (const auto& t : r.threads_rows) {
+    if (t.calls > 0 && static_cast<double>(t.calls) >= kBusyThreadShare * static_cast<double>(r.calls)) ++c.busy_threads;
+  }
+  const double alone_mean = p2.by_inside[0].empty() ? 0 : p2.by_inside[0].mean();
+  for (unsigned k = 0; k < kInsideRows; ++k) {
+    const FineHistogram& h = p2.by_inside[k];
+    if (h.empty()) continue;
+    InsideRow row;
+    row.inside = k + 1;
+    row.calls = h.total();
+    row.mean_ns = to_ns(h.mean());
+    row.p50_ns = to_ns(static_cast<double>(h.quantile(0.5)));
+    row.p99_ns = to_ns(static_cast<double>(h.quantile(0.99)));
+    if (alone_mean > 0) row.vs_alone = h.mean() / alone_mean;
+    c.by_inside.push_back(row);
+  }
+
+  ContentionInputs evidence;
+  evidence.allocating = measure_exclusion(p2.exclusion.cells(CallGroup::Allocating));
+  evidence.freeing = measure_exclusion(p2.exclusion.cells(CallGroup::Freeing));
+  evidence.ends = coincidence.all();
+  evidence.ends_across = coincidence.across_classes();
+  evidence.ends_near_ns = to_ns(static_cast<double>(coincidence.near_ticks()));
+  evidence.busy_threads = c.busy_threads;
+  evidence.timed = r.timed;
+  evidence.rusage_samples = p2.rusage_samples;
+  evidence.rusage_blocked = p2.rusage_blocked;
+  evidence.rusage_preempted = p2.rusage_preempted;
+  evidence.slow_switched = p2.slow_switched;
+  evidence.slow_slept = p2.slow_slept;
+  evidence.slow_preempted = p2.slow_preempted;
+  evidence.switches_recorded =
+      profile.calibration && (profile.calibration->mode_flags & format::kModeSwitches) != 0;
+  if (profile.process) {
+    const auto& info = profile.process->info;
+    evidence.cpus = info.cpus_allowed ? info.cpus_allowed : info.cpus_online;
+  }
+  evidence.max_live_threads = profile.end ? profile.end->max_live_threads : static_cast<uint32_t>(profile.threads.size());
+  evidence.wall_seconds = r.wall_ns ? *r.wall_ns / 1e9 : 0;
+  c.verdict = judge_contention(evidence);
+}
+
+// What the report says about the model and the data: its constants, what was read, and caveats.
+void note_model(ModelNotes& notes, const CostReport& r, const Profile& profile, const Pass1& p1, const Pass2& p2,
+                const Model& model, const ReleaseTotals& release_totals, const SweepConfig& sweep_config) {
+  auto to_ns = [&](double ticks) { return profile.clock.to_ns_exact(ticks); };
+  notes.probe_overhead_ns = to_ns(model.overhead);
+  notes.blocks_made = release_totals.blocks_made;
+  notes.blocks_released = release_totals.releases;
+  notes.unreleased_blocks = release_totals.unreleased();
+  notes.window_trim_ns = to_ns(static_cast<double>(sweep_config.trim));
+  notes.block_threshold_ns = to_ns(model.block_threshold);
+  notes.events = profile.events_read;
+  notes.events_dropped = profile.events_dropped();
+  notes.late_events = p2.sweep.late_events;
+  notes.windows = p2.sweep.windows;
+  for (const EvidenceBin& e : p1.evidence) {
+    notes.rusage_samples += e.samples;
+    notes.rusage_blocked += e.blocked;
+  }
+  for (unsigned b = 0; b < kLatencyBins; ++b) notes.evidence_bins += model.wait_share[b] >= 0;
+  if (!r.complete) notes.caveats.push_back("the profile has no end record: the program crashed, was killed or is still running");
+  if (profile.truncated()) notes.caveats.push_back("the profile is cut short; its last chunks are missing");
+  if (notes.events_dropped) {
+    notes.caveats.push_back(fmt::format("{} timed-call events were dropped; latency counts still include them",
+                                        notes.events_dropped));
+  }
+  if (notes.late_events) {
+    notes.caveats.push_back(fmt::format("{} events arrived too late to place on the time line; their concurrency is unknown",
+                                        notes.late_events));
+  }
+  if (notes.capped_threads) {
+    notes.caveats.push_back(fmt::format("{} thread(s) had an estimate longer than their lifetime (rare very long calls); "
+                                        "scaled down to it", notes.capped_threads));
+  }
+  if (r.sample_every == 0 && r.calls) notes.caveats.push_back("calls were counted but none timed (--sample 0)");
+  // What the shim said about calls it could not see (an allocator entry point defined ahead of it).
+  for (std::string_view note : profile.notes) {
+    for (size_t end; !note.empty(); note.remove_prefix(end + (end < note.size()))) {
+      end = std::min(note.find('\n'), note.size());
+      std::string_view line = note.substr(0, end);
+      if (line.starts_with("allocscope: ")) line.remove_prefix(12);
+      if (!line.empty()) notes.caveats.emplace_back(line);
+    }
+  }
+}
+
+}  // namespace
+
+CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options) {
+  const std::optional<format::Calibration> cal0 = read_calibration(path);
+  const double hz0 = cal0 && cal0->tick_hz ? static_cast<double>(cal0->tick_hz) : 1e9;
+  const SweepConfig sweep_config = cal0 ? sweep_config_for(*cal0, hz0) : SweepConfig{};
+  const double ticks_per_us0 = hz0 / 1e6;
+
+  Pass1 p1;
+  const Profile profile = pass1(path, sweep_config, ticks_per_us0, p1);
+
+  const std::optional<format::Calibration>& cal = profile.calibration;
+  const Model model = learn(p1, profile, cal);
+  auto to_ns = [&](double ticks) { return profile.clock.to_ns_exact(ticks); };
+
+  // The size classes: the model estimates on the allocator's own classes whatever the grouping
+  // (so that every view of a profile rests on one estimate); `--by bucket` shows the estimate
+  // apportioned to allocscope's buckets.
+  const ClassGrid grid = class_grid(profile, options.by);
+  const ClassTable* table = grid.table;
+  const ClassTable* disp_table = grid.disp_table;
+  const bool regrid = grid.regrid;
+  const auto classes = grid.classes;
+  const auto disp_classes = grid.disp_classes;
+
+  ModelNotes notes;
+  std::vector<std::vector<double>> phi;
+  for (const auto& t : profile.threads) phi.push_back(fallback_blocked(t, model, notes.fallback_blocked_calls));
+
+  Pass2 p2;
+  TimelineBuilder timeline(profile, sweep_config);
+  // Whether calls of different threads end at the same moments (completion_coincidence.h).
+  CoincidenceTally coincidence(clock_step_of(p1.raw.counts(), p1.raw.total()),
+                               static_cast<uint64_t>(std::ceil(profile.clock.hz() * kCoincidenceNearSeconds)));
+  pass2(path, profile, p1, model, phi, grid, sweep_config, p2, timeline, coincidence);
 
   // ---- scale to all calls ----
   const size_t unknown_class = classes.size();
@@ -1384,101 +1455,9 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   }
   r.allocator_share = r.thread_time_ns > 0 ? r.allocator_time_ns / r.thread_time_ns : 0;
 
-  // Contention.
-  Contention& c = r.contention;
-  c.wait_share = r.allocator_time_ns > 0 ? r.split.wait_ns / r.allocator_time_ns : 0;
-  c.classified = p2.classified;
-  c.contended = p2.contended;
-  c.contended_share = c.classified ? static_cast<double>(c.contended) / static_cast<double>(c.classified) : 0;
-  const uint64_t contended_ticks = p2.sweep.contended_ticks();
-  c.contended_time_share = p2.sweep.busy_ticks() ? static_cast<double>(contended_ticks) / static_cast<double>(p2.sweep.busy_ticks()) : 0;
-  c.si_calls = p2.si_calls;
-  if (p2.si_calls >= kMinContended && p2.si_time > 0) c.serialization_index = p2.si_progress / p2.si_time;
-  c.si_excluded_windows = p2.si_excluded_windows;
-  if (p2.sweep.busy_ticks() > 0) {
-    c.occupancy = p2.sweep.inside_ticks() / static_cast<double>(p2.sweep.busy_ticks());
-  }
-  c.max_inside = p2.sweep.max_inside;
-  for (const auto& t : r.threads_rows) {
-    if (t.calls > 0 && static_cast<double>(t.calls) >= kBusyThreadShare * static_cast<double>(r.calls)) ++c.busy_threads;
-  }
-  const double alone_mean = p2.by_inside[0].empty() ? 0 : p2.by_inside[0].mean();
-  for (unsigned k = 0; k < kInsideRows; ++k) {
-    const FineHistogram& h = p2.by_inside[k];
-    if (h.empty()) continue;
-    InsideRow row;
-    row.inside = k + 1;
-    row.calls = h.total();
-    row.mean_ns = to_ns(h.mean());
-    row.p50_ns = to_ns(static_cast<double>(h.quantile(0.5)));
-    row.p99_ns = to_ns(static_cast<double>(h.quantile(0.99)));
-    if (alone_mean > 0) row.vs_alone = h.mean() / alone_mean;
-    c.by_inside.push_back(row);
-  }
+  measure_contention(r, p2, coincidence, profile);
 
-  ContentionInputs evidence;
-  evidence.allocating = measure_exclusion(p2.exclusion.cells(CallGroup::Allocating));
-  evidence.freeing = measure_exclusion(p2.exclusion.cells(CallGroup::Freeing));
-  evidence.ends = coincidence.all();
-  evidence.ends_across = coincidence.across_classes();
-  evidence.ends_near_ns = to_ns(static_cast<double>(coincidence.near_ticks()));
-  evidence.busy_threads = c.busy_threads;
-  evidence.timed = r.timed;
-  evidence.rusage_samples = p2.rusage_samples;
-  evidence.rusage_blocked = p2.rusage_blocked;
-  evidence.rusage_preempted = p2.rusage_preempted;
-  evidence.slow_switched = p2.slow_switched;
-  evidence.slow_slept = p2.slow_slept;
-  evidence.slow_preempted = p2.slow_preempted;
-  evidence.switches_recorded = cal && (cal->mode_flags & format::kModeSwitches) != 0;
-  if (profile.process) {
-    const auto& info = profile.process->info;
-    evidence.cpus = info.cpus_allowed ? info.cpus_allowed : info.cpus_online;
-  }
-  evidence.max_live_threads = profile.end ? profile.end->max_live_threads : static_cast<uint32_t>(profile.threads.size());
-  evidence.wall_seconds = r.wall_ns ? *r.wall_ns / 1e9 : 0;
-  c.verdict = judge_contention(evidence);
-
-  // Notes on the model and the data.
-  notes.probe_overhead_ns = to_ns(model.overhead);
-  notes.blocks_made = release_totals.blocks_made;
-  notes.blocks_released = release_totals.releases;
-  notes.unreleased_blocks = release_totals.unreleased();
-  notes.window_trim_ns = to_ns(static_cast<double>(sweep_config.trim));
-  notes.block_threshold_ns = to_ns(model.block_threshold);
-  notes.events = profile.events_read;
-  notes.events_dropped = profile.events_dropped();
-  notes.late_events = p2.sweep.late_events;
-  notes.windows = p2.sweep.windows;
-  for (const EvidenceBin& e : p1.evidence) {
-    notes.rusage_samples += e.samples;
-    notes.rusage_blocked += e.blocked;
-  }
-  for (unsigned b = 0; b < kLatencyBins; ++b) notes.evidence_bins += model.wait_share[b] >= 0;
-  if (!r.complete) notes.caveats.push_back("the profile has no end record: the program crashed, was killed or is still running");
-  if (profile.truncated()) notes.caveats.push_back("the profile is cut short; its last chunks are missing");
-  if (notes.events_dropped) {
-    notes.caveats.push_back(fmt::format("{} timed-call events were dropped; latency counts still include them",
-                                        notes.events_dropped));
-  }
-  if (notes.late_events) {
-    notes.caveats.push_back(fmt::format("{} events arrived too late to place on the time line; their concurrency is unknown",
-                                        notes.late_events));
-  }
-  if (notes.capped_threads) {
-    notes.caveats.push_back(fmt::format("{} thread(s) had an estimate longer than their lifetime (rare very long calls); "
-                                        "scaled down to it", notes.capped_threads));
-  }
-  if (r.sample_every == 0 && r.calls) notes.caveats.push_back("calls were counted but none timed (--sample 0)");
-  // What the shim said about calls it could not see (an allocator entry point defined ahead of it).
-  for (std::string_view note : profile.notes) {
-    for (size_t end; !note.empty(); note.remove_prefix(end + (end < note.size()))) {
-      end = std::min(note.find('\n'), note.size());
-      std::string_view line = note.substr(0, end);
-      if (line.starts_with("allocscope: ")) line.remove_prefix(12);
-      if (!line.empty()) notes.caveats.emplace_back(line);
-    }
-  }
+  note_model(notes, r, profile, p1, p2, model, release_totals, sweep_config);
   r.timeline = timeline.finish();
   r.model = std::move(notes);
   std::map<uint32_t, double> lifetimes;

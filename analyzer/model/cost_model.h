@@ -164,9 +164,24 @@ struct ErrorNotes {
   std::optional<double> wait_share_bound, fast_share_bound;
 };
 
+// Which of the report's verdicts applies (render/report_verdict.h words it).
+enum class VerdictKind {
+  NoCalls,       // no allocator calls were recorded
+  NotSampling,   // recorded with --sample 0: nothing timed
+  NoneTimed,     // sampling, but no call fell in a timing window
+  NoCallTimed,   // calls, none timed, with sampling on: too short a run
+  SharesUnsure,  // fast, slow and waiting are within their bounds of each other
+  Waiting,       // waiting has the largest share of allocator time
+  Slow,          // slow but running has
+  Fast,          // the fast path has
+};
+
 struct Verdict {
-  std::string dominant;  // "fast", "slow", "waiting", or "none"
-  std::string text;
+  std::string dominant;  // "fast", "slow", "waiting", "unsure", or "none"
+  VerdictKind kind = VerdictKind::NoCalls;
+  // Mean duration of the calls that met another thread inside over that of the calls made alone
+  // (with enough contended calls).
+  std::optional<double> slowdown;
 };
 
 struct CostReport {
@@ -200,10 +215,6 @@ struct CostReport {
   Verdict verdict;
   LockReport locks;                  // the program's own lock waits (record --locks): lock_report.h
 };
-
-// The profile's Calibration chunk (written before any event), or nothing; errors are thrown as
-// by analyze_profile.
-std::optional<format::Calibration> read_calibration(const std::filesystem::path& path);
 
 // Reads and analyzes one profile file; throws ProfileError.
 CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options = {});

@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "commands/cli.h"
 #include "model/cost_model.h"
 #include "model/shapes.h"
 
@@ -118,26 +117,26 @@ struct DiffReport {
   std::optional<double> locks_share;     // locks_delta / measured
   std::optional<double> explained;       // (attributed + locks_delta) / measured
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
-  std::string verdict;
   std::string verdict_dominant;          // the largest part of the allocator's change in the gap's
                                          // direction: waiting, slow, fast, faults; none without a gap
   std::optional<ShapeGap> shape_gap;     // both profiles are traces
   std::string shape_note;                // otherwise: why there is no attribution to shapes
 };
 
+// The largest component of the allocator's change in the direction of the gap (render/diff.h
+// words it; diff_part_name() is its name in `verdict.dominant`).
+enum class DiffPartKind { Waiting, Slow, Fast, Faults };
+struct DiffPart {
+  DiffPartKind kind;
+  double ns;
+};
+DiffPart largest_part(const DiffReport& diff);
+const char* diff_part_name(DiffPartKind kind);  // "waiting", "slow", "fast", "faults"
+// The runs take the same thread time within 2 % (per call, when they did different work).
+bool same_thread_time(const DiffReport& diff);
+
 DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other);
 // The same from the two runs' reports, analyzed by bucket (the common grid); their files are read
 // again for page-fault evidence.
 DiffReport diff_reports(const CostReport& base, const CostReport& other);
-// Why the two runs may not be the same workload: their arguments differ, or their programs do
-// while their C libraries are the same (a program built once per libc is expected to differ).
-std::vector<std::string> workload_warnings(const DiffReport& diff);
-std::string diff_text(const DiffReport& diff);
-// The totals table of diff_text and the HTML page: a heading row, then one row per figure
-// (label, BASE, OTHER, OTHER - BASE).
-std::vector<std::vector<std::string>> diff_totals(const DiffReport& diff);
-std::string diff_json(const DiffReport& diff);
-
-int diff_command(CommandArgs args);
-
 }  // namespace allocscope

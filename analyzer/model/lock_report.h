@@ -85,9 +85,4 @@ struct LockOptions {
 LockReport analyze_locks(const Profile& profile, double thread_time_ns,
                          const std::map<uint32_t, double>& lifetimes_ns = {}, const LockOptions& options = {});
 
-// The report section "Locks outside the allocator" (empty when not recorded).
-std::string lock_section_text(const LockReport& r, size_t width);
-// The "locks" object of report --json.
-void write_lock_report_json(JsonWriter& w, const LockReport& r);
-
 }  // namespace allocscope

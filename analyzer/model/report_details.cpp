@@ -1,5 +1,5 @@
 // What `allocscope report` shows beyond the cost model: a trace's shapes and the call sites.
-#include "render/report.h"
+#include "model/report_details.h"
 
 #include "model/trace_analysis.h"
 

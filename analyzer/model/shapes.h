@@ -11,13 +11,7 @@
 //   concurrency     threads inside the allocator over time, busy time, serialization index
 // The definitions are those of lifetimes.h and concurrency.h; docs/shapes.md explains them.
 //
-// For `report` and `diff`:
-//   write_shape_fields()  writes the trace keys of `report --json` into an open JSON object:
-//       "cross_thread_frees", "same_thread_frees", "leaked_blocks", "leaked_bytes",
-//       "peak_live_bytes", "shapes": [{"lo","hi","label","lifetime","cross_thread","blocks",
-//       "calls","time_ns","bytes"}], and "trace": {everything else, see shapes.cpp}.
-//   write_shape_groups()  writes "shape_groups": the shapes merged across adjacent size classes
-//       (shape_groups.h), which is how `report --by shape` lists them.
+// render/shapes.h prints them as text and JSON.  For `report` and `diff`:
 //   attribute_gap()       splits the difference in allocator time between two traces over the
 //       shapes (size range of the *base* profile's classes × lifetime band × thread pattern), and
 //       over the merged shapes, so that a diff can say "short-lived same-thread 16–1039 B: 91 % of
@@ -31,8 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "commands/cli.h"
-#include "util/json_writer.h"
 #include "model/lifetimes.h"
 #include "model/shape_groups.h"
 #include "model/trace_analysis.h"
@@ -145,18 +137,6 @@ void apply_estimate(ShapeReport& shapes, const CostReport& estimate);
 // cost model's estimate.  Throws ProfileError.
 ShapeReport analyze_shapes(const std::filesystem::path& path, const TraceOptions& options = {});
 
-void write_shape_fields(JsonWriter& w, const ShapeReport& report);
-// "shape_groups": [{"lo","hi","lifetime","cross_thread","classes","description","blocks","calls",
-// "time_ns","bytes","call_share","time_share"}], by time.
-void write_shape_groups(JsonWriter& w, const ShapeReport& report);
-std::string shapes_json(const ShapeReport& report);
-std::string shapes_text(const ShapeReport& report);
-// Parts of shapes_text() for other reports: the summary lines (blocks, leaks, live bytes, realloc
-// chains, threads inside), the merged shapes, and the first `rows` fine shapes.
-std::string shapes_summary_text(const ShapeReport& report);
-std::string shape_groups_text(const ShapeReport& report, size_t rows = 10);
-std::string shape_rows_text(const ShapeReport& report, size_t rows = 20);
-
 struct ShapeGapRow {
   uint32_t cls = 0;          // in the base profile's table
   uint64_t lo = 0, hi = 0;   // the size range (a class of the base profile's table)
@@ -191,20 +171,4 @@ struct ShapeGap {
 // Time of `other` minus time of `base`, shape by shape (each regrouped from size buckets into
 // the base profile's classes, so that profiles of different allocators compare).
 ShapeGap attribute_gap(const ShapeReport& base, const ShapeReport& other, const ClassTable& table);
-// "short-lived (< 1 µs) same-thread 16–1032 B": bands below 10 µs are short-lived, below 1 s
-// medium-lived, the rest long-lived; leaked blocks are "leaked 16–1032 B".
-std::string describe_shape(uint64_t lo, uint64_t hi, LifetimeBand band, bool cross_thread);
-// "short-lived same-thread 16–1039 B", "leaked 9000 B".
-std::string describe_shape_group(uint64_t lo, uint64_t hi, ShapeGroupKey key);
-// {"base_ns","other_ns","gap_ns","groups":[…],"shapes":[…]}
-void write_shape_gap(JsonWriter& w, const ShapeGap& gap);
-// The merged shapes, then the first `rows` fine ones.
-std::string shape_gap_text(const ShapeGap& gap, size_t rows = 10);
-
-// "16–24 B", "1 KiB–1.5 KiB", "≥ 14 EiB", "48 B".
-std::string size_range_text(uint64_t lo, uint64_t hi);
-
-// `allocscope shapes FILE [OTHER] [--json]`.
-int shapes_command(CommandArgs args);
-
 }  // namespace allocscope

@@ -2,6 +2,7 @@
 
 #include "model/apportion.h"
 #include "model/cost_model.h"
+#include "profile/peek.h"
 #include "util/side_by_side.h"
 
 #include <algorithm>
@@ -49,13 +50,9 @@ namespace {
 
 // The class table named by the Process chunk, which the shim writes first.
 const ClassTable& read_class_table(const std::filesystem::path& path) {
-  ProfileReader reader(path, [](std::string_view) {});
-  Chunk chunk;
-  for (int i = 0; i < 8 && reader.next(chunk); ++i) {
-    if (const auto* p = std::get_if<ProcessRecord>(&chunk.body)) {
-      const ClassTable* t = class_table_for(p->allocator, static_cast<format::Libc>(p->info.libc));
-      return t ? *t : bucket_class_table();
-    }
+  if (const std::optional<ProcessRecord> p = read_process(path)) {
+    const ClassTable* t = class_table_for(p->allocator, static_cast<format::Libc>(p->info.libc));
+    return t ? *t : bucket_class_table();
   }
   return bucket_class_table();
 }

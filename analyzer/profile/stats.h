@@ -17,12 +17,9 @@
 #include "allocscope/buckets.h"
 #include "allocscope/format.h"
 #include "allocscope/ops.h"
+#include "util/units.h"  // ByteCount
 
 namespace allocscope {
-
-// A sum of request sizes.  A few failed multi-exabyte requests already exceed 64 bits, so sums
-// are 128-bit: every view of the same calls then adds up exactly.
-using ByteCount = unsigned __int128;
 
 struct Counters {
   uint64_t calls = 0;

@@ -35,8 +35,4 @@ struct ThreadProfile {
   uint64_t active_ticks() const { return snapshot_tick > first_tick ? snapshot_tick - first_tick : 0; }
 };
 
-class JsonWriter;
-// Writes "rusage": {utime_us, stime_us, minflt, majflt, nvcsw, nivcsw}, null where unavailable.
-void write_rusage(JsonWriter& w, const format::Rusage& r);
-
 }  // namespace allocscope

@@ -52,6 +52,14 @@ format::EventsHeader trace_chunk_events_header(const TraceEventsRecord& chunk) {
   return format::EventsHeader{chunk.header.thread_serial, chunk.header.count, chunk.header.first_index};
 }
 
+void read_timed_calls(LoadOptions& load, EventSink sink) {
+  load.on_events = sink;
+  load.on_trace = [sink = std::move(sink)](const TraceEventsRecord& chunk) {
+    const std::vector<format::Event> events = trace_chunk_as_events(chunk);
+    sink(trace_chunk_events_header(chunk), events);
+  };
+}
+
 namespace {
 
 // One thread's calls, chunk after chunk.

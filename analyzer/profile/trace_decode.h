@@ -50,6 +50,9 @@ class TraceCursor {
 // fields.
 std::vector<format::Event> trace_chunk_as_events(const TraceEventsRecord& chunk);
 format::EventsHeader trace_chunk_events_header(const TraceEventsRecord& chunk);
+// Sets load.on_events to `sink`, and load.on_trace to pass it each trace chunk as the timed-call
+// events its records are (a trace holds every call, timed): the cost model's passes read both.
+void read_timed_calls(LoadOptions& load, EventSink sink);
 
 struct TraceCall {
   uint32_t thread = 0;      // thread_serial

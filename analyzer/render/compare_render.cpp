@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "run/compare.h"
+#include "render/compare.h"
 #include "render/report.h"
 #include "render/html_page.h"
 #include "render/html_report.h"
@@ -24,11 +24,9 @@ std::string command_line(const std::vector<std::string>& command) {
   return line;
 }
 
-std::string percent(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
-
 std::string signed_percent(double pct) { return fmt::format("{:+.1f} %", pct); }
 
-std::string opt_percent(const std::optional<double>& fraction) { return fraction ? percent(*fraction) : "-"; }
+std::string opt_percent(const std::optional<double>& fraction) { return fraction ? format_percent(*fraction, 1) : "-"; }
 
 std::string coverage_cell(const CompareRow& row, bool first) {
   if (first) return "baseline";
@@ -283,8 +281,8 @@ std::string compare_verdict(const CompareResult& r) {
   if (worst->allocator_share && worst->allocator_unsure) {
     text += ". Its allocator's share of thread time is unsure (run too short: record longer, or with a smaller --sample)";
   } else if (worst->allocator_share) {
-    text += fmt::format(". Its allocator takes {} of thread time", percent(*worst->allocator_share));
-    if (worst->wait_share) text += fmt::format(", {} of that waiting", percent(*worst->wait_share));
+    text += fmt::format(". Its allocator takes {} of thread time", format_percent(*worst->allocator_share, 1));
+    if (worst->wait_share) text += fmt::format(", {} of that waiting", format_percent(*worst->wait_share, 1));
     if (worst->contention) text += fmt::format("; contention: {}", contention_kind_name(worst->contention->kind));
   }
   return text + ".";

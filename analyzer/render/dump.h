@@ -7,15 +7,11 @@
 #pragma once
 #include <string>
 
-#include "commands/cli.h"
 #include "profile/profile.h"
 
 namespace allocscope {
 
 std::string dump_text(const Profile& profile);
 std::string dump_json(const Profile& profile);
-
-// The subcommand: `args` are the arguments after "dump".  Returns the exit status.
-int dump_command(CommandArgs args);
 
 }  // namespace allocscope

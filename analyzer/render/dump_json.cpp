@@ -37,6 +37,7 @@
 
 #include "render/dump.h"
 #include "profile/format_names.h"
+#include "render/rusage_json.h"
 #include "util/json_writer.h"
 
 namespace allocscope {

@@ -28,10 +28,7 @@ std::string compact_count(double v) {
 
 std::string axis_duration(double ns) { return ns == 0 ? std::string("0") : format_duration_ns(ns); }
 
-std::string axis_signed_duration(double ns) {
-  if (ns == 0) return "0";
-  return (ns < 0 ? "−" : "+") + format_duration_ns(std::fabs(ns));
-}
+std::string axis_signed_duration(double ns) { return ns == 0 ? std::string("0") : format_signed_duration_ns(ns, "−"); }
 
 std::string axis_label(double v, ValueKind kind) {
   switch (kind) {
@@ -54,8 +51,8 @@ double label_column(const std::vector<std::string>& labels, double lo, double hi
 std::string format_value(double v, ValueKind kind) {
   switch (kind) {
     case ValueKind::Duration: return format_duration_ns(std::max(0.0, v));
-    case ValueKind::SignedDuration: return (v < 0 ? "−" : "+") + format_duration_ns(std::fabs(v));
-    case ValueKind::Share: return fmt::format("{:.1f} %", 100 * v);
+    case ValueKind::SignedDuration: return format_signed_duration_ns(v, "−");
+    case ValueKind::Share: return format_percent(v, 1);
     case ValueKind::Count: return group_digits(static_cast<uint64_t>(std::llround(std::max(0.0, v))));
   }
   return "";

@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "render/diff.h"
 #include "render/html_report.h"
 #include "render/html_sections.h"
 #include "util/units.h"
@@ -16,8 +17,6 @@ namespace {
 
 constexpr size_t kWaterfallRows = 14;  // size rows of the by-size waterfall; the rest are summed
 
-std::string pct(double share) { return std::isfinite(share) ? fmt::format("{:.0f} %", 100 * share) : "-"; }
-std::string signed_dur(double ns) { return format_value(ns, ValueKind::SignedDuration); }
 
 std::string run_line(const RunSide& s) {
   return fmt::format("{} — {} {}, allocator {}", s.file, s.libc, s.program.substr(s.program.rfind('/') + 1), s.allocator);
@@ -66,7 +65,7 @@ void add_component_waterfall(HtmlPage& page, const DiffReport& d) {
   w.steps.push_back({"page faults outside calls", d.faults_delta_ns, "", false, std::nullopt,
                      "minor faults outside allocator calls at the calibrated cost of a fault (estimate)"});
   close_waterfall(w, d);
-  std::string coverage = d.coverage ? fmt::format(" The allocator accounts for {} of the measured difference.", pct(*d.coverage)) : "";
+  std::string coverage = d.coverage ? fmt::format(" The allocator accounts for {} of the measured difference.", format_percent(*d.coverage)) : "";
   page.section("What explains the difference, by component",
                "Each bar starts where the previous one ended; totals start from zero. The grey step is the part of the "
                "measured difference that allocator calls and their page faults do not explain." + coverage,
@@ -93,9 +92,9 @@ void add_size_waterfall(HtmlPage& page, const DiffReport& d) {
   for (const DiffRow* r : rows) {
     w.steps.push_back({r->label, r->delta_ns, "", false, std::nullopt,
                        fmt::format("calls {} → {}; more calls {}, slower calls {}; fast {}, slow {}, waiting {}",
-                                   group_digits(r->calls_base), group_digits(r->calls_other), signed_dur(r->more_calls_ns),
-                                   signed_dur(r->slower_calls_ns), signed_dur(r->split_delta.fast_ns),
-                                   signed_dur(r->split_delta.slow_ns), signed_dur(r->split_delta.wait_ns))});
+                                   group_digits(r->calls_base), group_digits(r->calls_other), format_signed_duration_ns(r->more_calls_ns, "−"),
+                                   format_signed_duration_ns(r->slower_calls_ns, "−"), format_signed_duration_ns(r->split_delta.fast_ns, "−"),
+                                   format_signed_duration_ns(r->split_delta.slow_ns, "−"), format_signed_duration_ns(r->split_delta.wait_ns, "−"))});
   }
   if (rest_rows > 0) {
     w.steps.push_back({fmt::format("{} other sizes", rest_rows), rest, "", false, std::nullopt, "summed"});
@@ -204,12 +203,12 @@ std::string diff_html(const DiffReport& d, const CostReport& base, const CostRep
   HtmlPage page("allocscope diff");
   page.fact("BASE", run_line(d.base));
   page.fact("OTHER", run_line(d.other));
-  page.fact("measured difference", fmt::format("{} thread time{}", signed_dur(d.measured_delta_ns),
-                                               d.wall_measured_delta_ns ? fmt::format(", {} wall", signed_dur(*d.wall_measured_delta_ns)) : ""));
+  page.fact("measured difference", fmt::format("{} thread time{}", format_signed_duration_ns(d.measured_delta_ns, "−"),
+                                               d.wall_measured_delta_ns ? fmt::format(", {} wall", format_signed_duration_ns(*d.wall_measured_delta_ns, "−")) : ""));
   page.fact("attributed to the allocator",
-            fmt::format("{} (calls {} ± {}, page faults outside calls {})", signed_dur(d.attributed_delta_ns),
-                        signed_dur(d.calls_delta_ns), format_duration_ns(d.calls_error_ns), signed_dur(d.faults_delta_ns)));
-  page.verdict(d.verdict);
+            fmt::format("{} (calls {} ± {}, page faults outside calls {})", format_signed_duration_ns(d.attributed_delta_ns, "−"),
+                        format_signed_duration_ns(d.calls_delta_ns, "−"), format_duration_ns(d.calls_error_ns), format_signed_duration_ns(d.faults_delta_ns, "−")));
+  page.verdict(diff_verdict_text(d));
   add_component_waterfall(page, d);
   add_size_waterfall(page, d);
   add_sides(page, d, base, other);

@@ -8,7 +8,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "commands/cli.h"
+#include "util/output_file.h"
 #include "render/html_svg.h"
 
 namespace allocscope {

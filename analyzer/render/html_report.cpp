@@ -6,13 +6,12 @@
 
 #include "render/html_report.h"
 #include "render/html_sections.h"
+#include "render/report_verdict.h"
 #include "util/units.h"
 
 namespace allocscope {
 
 namespace {
-
-std::string pct(double share) { return std::isfinite(share) ? fmt::format("{:.1f} %", 100 * share) : "-"; }
 
 std::string command_line(const CostReport& r) {
   std::string line;
@@ -35,8 +34,8 @@ void add_facts(HtmlPage& page, const CostReport& r) {
             fmt::format("{} ± {}{} = {} of {} thread time; fast path {}, slow but running {}, waiting {}",
                         format_duration_ns(r.allocator_time_ns), format_duration_ns(r.allocator_error_ns),
                         r.allocator_unsure ? " (unsure)" : "",
-                        pct(r.allocator_share), format_duration_ns(r.thread_time_ns), pct(t > 0 ? r.split.fast_ns / t : 0),
-                        pct(t > 0 ? r.split.slow_ns / t : 0), pct(t > 0 ? r.split.wait_ns / t : 0)));
+                        format_percent(r.allocator_share, 1), format_duration_ns(r.thread_time_ns), format_percent(t > 0 ? r.split.fast_ns / t : 0, 1),
+                        format_percent(t > 0 ? r.split.slow_ns / t : 0, 1), format_percent(t > 0 ? r.split.wait_ns / t : 0, 1)));
 }
 
 void add_class_costs(HtmlPage& page, const CostReport& r) {
@@ -55,24 +54,24 @@ void add_class_costs(HtmlPage& page, const CostReport& r) {
     }
     bars.rows.push_back({c.label, split_values(c.split),
                          fmt::format("{} ± {} · {}", format_duration_ns(c.time_ns), format_duration_ns(c.error_ns),
-                                     pct(c.time_share)),
+                                     format_percent(c.time_share, 1)),
                          "", c.error_ns});
   }
   if (rest_rows > 0) {
     bars.rows.push_back({fmt::format("{} other classes", rest_rows), split_values(rest),
                          fmt::format("{} · {}", format_duration_ns(rest.total()),
-                                     pct(r.allocator_time_ns > 0 ? rest.total() / r.allocator_time_ns : 0)),
+                                     format_percent(r.allocator_time_ns > 0 ? rest.total() / r.allocator_time_ns : 0, 1)),
                          "muted"});
     page.cut(fmt::format("{} size classes with the least time are summed into one bar", rest_rows));
   }
   std::vector<std::vector<std::string>> table{{"size class", "calls", "calls %", "bytes", "p50", "p99", "max",
                                                "time", "±", "time %"}};
   for (const auto* c : shown) {
-    table.push_back({c->label, group_digits(c->calls), pct(c->call_share), format_bytes(c->bytes),
+    table.push_back({c->label, group_digits(c->calls), format_percent(c->call_share, 1), format_bytes(c->bytes),
                      c->latency ? format_duration_ns(c->latency->p50_ns) : "-",
                      c->latency ? format_duration_ns(c->latency->p99_ns) : "-",
                      c->latency ? format_duration_ns(c->latency->max_ns) : "-", format_duration_ns(c->time_ns),
-                     format_duration_ns(c->error_ns), pct(c->time_share)});
+                     format_duration_ns(c->error_ns), format_percent(c->time_share, 1)});
   }
   page.section("Where the allocator's time goes, by size class",
                "Estimated time inside the allocator per size class, split into the fast path (what the calls cost "
@@ -130,7 +129,7 @@ void add_threads(HtmlPage& page, const CostReport& r) {
   bars.series = split_series();
   for (const auto* t : rows) {
     bars.rows.push_back({fmt::format("thread {}", t->serial), split_values(t->split),
-                         fmt::format("{} · {} of its life", format_duration_ns(t->time_ns), pct(t->share)), "",
+                         fmt::format("{} · {} of its life", format_duration_ns(t->time_ns), format_percent(t->share, 1)), "",
                          t->error_ns});
   }
   std::vector<std::vector<std::string>> inside{{"threads inside", "timed calls", "mean", "p50", "p99", "vs alone"}};
@@ -143,8 +142,8 @@ void add_threads(HtmlPage& page, const CostReport& r) {
   const std::string summary = fmt::format(
       "Waiting share {}; serialization index {}; threads inside while busy {} on average, {} at most; {} of timed "
       "calls started with another thread inside.",
-      pct(c.wait_share), c.serialization_index ? fmt::format("{:.2f}", *c.serialization_index) : "-",
-      c.occupancy ? fmt::format("{:.2f}", *c.occupancy) : "-", c.max_inside, pct(c.contended_share));
+      format_percent(c.wait_share, 1), c.serialization_index ? fmt::format("{:.2f}", *c.serialization_index) : "-",
+      c.occupancy ? fmt::format("{:.2f}", *c.occupancy) : "-", c.max_inside, format_percent(c.contended_share, 1));
   page.section("Allocator time per thread, and latency by threads inside", summary,
                (rows.empty() ? std::string() : stacked_bars_svg(bars)) + html_table(inside));
 }
@@ -157,8 +156,8 @@ void add_locks(HtmlPage& page, const CostReport& r) {
       "Contended waits on the program's own mutexes and rwlocks: {} in {} waits, {} of thread time; unlocking "
       "(sampled, estimated): {}; lock time {}, {} of thread time. Condition waits (waiting for work by design, "
       "not contention): {} in {} waits. The allocator's own locks are not in these figures.",
-      format_duration_ns(l.wait_ns), group_digits(l.waits), pct(l.share), format_duration_ns(l.unlock_ns),
-      format_duration_ns(l.time_ns), pct(l.time_share), format_duration_ns(l.cond_wait_ns), group_digits(l.cond_waits));
+      format_duration_ns(l.wait_ns), group_digits(l.waits), format_percent(l.share, 1), format_duration_ns(l.unlock_ns),
+      format_duration_ns(l.time_ns), format_percent(l.time_share, 1), format_duration_ns(l.cond_wait_ns), group_digits(l.cond_waits));
   std::vector<std::vector<std::string>> rows{{"lock", "kind", "waits", "wait", "share of thread time", "longest",
                                               "threads", "call site"}};
   auto add = [&](const LockRow& row) {
@@ -169,7 +168,7 @@ void add_locks(HtmlPage& page, const CostReport& r) {
       if (!s.location.empty()) chain += " (" + s.location + ")";
       if (i == 0) {
         rows.push_back({fmt::format("{:#x}", row.address), row.kind, group_digits(row.waits),
-                        format_duration_ns(row.wait_ns), pct(row.share), format_duration_ns(row.max_ns),
+                        format_duration_ns(row.wait_ns), format_percent(row.share, 1), format_duration_ns(row.max_ns),
                         std::to_string(row.threads), chain});
       } else {
         rows.push_back({"", "", group_digits(s.waits), format_duration_ns(s.wait_ns), "", format_duration_ns(s.max_ns),
@@ -209,7 +208,7 @@ void add_notes(HtmlPage& page, const CostReport& r) {
 std::string report_html(const CostReport& r) {
   HtmlPage page(fmt::format("allocscope report: {}", r.file));
   add_facts(page, r);
-  page.verdict(r.verdict.text);
+  page.verdict(verdict_text(r));
   add_class_costs(page, r);
   add_histograms(page, r);
   add_timeline_sections(page, r, "");

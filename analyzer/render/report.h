@@ -8,35 +8,16 @@
 // table) and notes on the model.  report_json() renders the same numbers as one JSON document;
 // its schema is documented in docs/analysis.md.
 //
-// A report also shows what the cost model does not know (ReportDetails): the shapes of a trace
-// (shapes.h) for every profile recorded with --trace — in JSON always, in text with --by shape —
-// and with --by callsite the costliest call sites per size class (callsites.h).
+// A report also shows what the cost model does not know (ReportDetails, report_details.h): the
+// shapes of a trace for every profile recorded with --trace — in JSON always, in text with
+// --by shape — and with --by callsite the costliest call sites per size class.
 #pragma once
-#include <filesystem>
-#include <optional>
 #include <string>
 
-#include "model/callsites.h"
-#include "commands/cli.h"
 #include "model/cost_model.h"
-#include "model/shapes.h"
+#include "model/report_details.h"
 
 namespace allocscope {
-
-struct ReportDetails {
-  std::optional<ShapeReport> shapes;        // the profile holds a trace
-  std::optional<CallSiteReport> callsites;  // --by callsite (made by apply_estimate)
-  std::optional<StackCostSource> stack_costs;  // --by callsite, until apply_estimate
-};
-
-// Reads what `report` needs beyond the cost model: a trace's shapes (one pass over the trace), and
-// for --by callsite the call sites (from that same pass for a trace), their times the cost
-// model's estimate apportioned over them (apportion.h).  Throws ProfileError.
-ReportDetails report_details(const CostReport& report);
-// The same before the cost model has run: `trace` as CostReport::trace will say; the times are
-// the traced ones until apply_estimate() gives them their parts of the report's estimate.
-ReportDetails report_details(const std::filesystem::path& file, ReportGrouping by, bool trace);
-void apply_estimate(ReportDetails& details, const CostReport& report);
 
 std::string report_text(const CostReport& report, const ReportDetails& details = {});
 std::string report_json(const CostReport& report, const ReportDetails& details = {});
@@ -44,8 +25,5 @@ std::string report_json(const CostReport& report, const ReportDetails& details =
 // being written: report's "contention", and each side of diff and each row of compare.
 class JsonWriter;
 void write_contention_verdict(JsonWriter& w, const ContentionVerdict& v);
-
-// The subcommand: `args` are the arguments after "report".  Returns the exit status.
-int report_command(CommandArgs args);
 
 }  // namespace allocscope

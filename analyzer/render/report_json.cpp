@@ -5,6 +5,11 @@
 
 #include "util/json_writer.h"
 #include "render/report.h"
+#include "render/report_verdict.h"
+#include "render/callsites.h"
+#include "render/lock_report.h"
+#include "render/rusage_json.h"
+#include "render/shapes.h"
 #include "render/contention_wording.h"
 #include "profile/format_names.h"
 #include "profile/thread_profile.h"
@@ -164,7 +169,7 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   w.field("wait_share", fraction(r.contention.wait_share));
   w.key("serialization_index");
   r.contention.serialization_index ? w.value(ratio(*r.contention.serialization_index)) : w.null();
-  w.key("verdict").begin_object().field("dominant", r.verdict.dominant).field("text", r.verdict.text).end_object();
+  w.key("verdict").begin_object().field("dominant", r.verdict.dominant).field("text", verdict_text(r)).end_object();
   write_contention(w, r);
   w.key("locks");
   write_lock_report_json(w, r.locks);

@@ -6,6 +6,10 @@
 
 #include "render/contention_wording.h"
 #include "render/report.h"
+#include "render/report_verdict.h"
+#include "render/callsites.h"
+#include "render/lock_report.h"
+#include "render/shapes.h"
 #include "util/text_table.h"
 #include "profile/thread_profile.h"
 #include "util/units.h"
@@ -35,13 +39,8 @@ std::string cell_dur(double ns) {
   return fmt::format("{:.{}f} {}", v, decimals, kUnits[unit]);
 }
 
-std::string pct(double share) {
-  if (!std::isfinite(share)) return "-";
-  return fmt::format("{:.1f} %", 100 * share);
-}
-
 // A share of a total, or "-" when the total is zero.
-std::string pct_of(double part, double total) { return total > 0 ? pct(part / total) : "-"; }
+std::string pct_of(double part, double total) { return total > 0 ? format_percent(part / total, 1) : "-"; }
 
 std::string count(uint64_t n) { return group_digits(n); }
 
@@ -79,7 +78,7 @@ std::string header(const CostReport& r) {
   fields.add_row({"calls", fmt::format("{} ({} timed: {})", count(r.calls), count(r.timed), sampling)});
   fields.add_row({"allocator time", r.calls > 0 && r.timed == 0 ? std::string("unknown (unsure): no call was timed") :
                   fmt::format("{} ± {}{} = {} of {} thread time", dur(r.allocator_time_ns), dur(r.allocator_error_ns),
-                              r.allocator_unsure ? " (unsure)" : "", pct(r.allocator_share), dur(r.thread_time_ns))});
+                              r.allocator_unsure ? " (unsure)" : "", format_percent(r.allocator_share, 1), dur(r.thread_time_ns))});
   fields.add_row({"", fmt::format("± bound: {}", r.error.method)});
   const double t = r.split.total();
   fields.add_row({"", fmt::format("fast path {}, slow but running {}, waiting {}", pct_of(r.split.fast_ns, t),
@@ -173,9 +172,9 @@ std::string threads_time_section(const CostReport& r) {
 std::string contention_section(const CostReport& r) {
   const Contention& c = r.contention;
   TextTable fields({{"", Align::Left}, {"", Align::Left}});
-  fields.add_row({"waiting", fmt::format("{} of allocator time", pct(c.wait_share))});
+  fields.add_row({"waiting", fmt::format("{} of allocator time", format_percent(c.wait_share, 1))});
   fields.add_row({"contended time", fmt::format("{} of the time any thread is inside, 2 or more are",
-                                                pct(c.contended_time_share))});
+                                                format_percent(c.contended_time_share, 1))});
   fields.add_row({"calls meeting others", fmt::format("{} of {} timed calls placed on the time line",
                                                       pct_of(static_cast<double>(c.contended), static_cast<double>(c.classified)),
                                                       count(c.classified))});
@@ -261,7 +260,7 @@ std::string callsites_section(const ReportDetails& d) {
 
 std::string report_text(const CostReport& r, const ReportDetails& details) {
   std::string out = header(r);
-  out += section("Verdict", wrap_words(r.verdict.text, kWidth, "  "));
+  out += section("Verdict", wrap_words(verdict_text(r), kWidth, "  "));
   if (r.by == ReportGrouping::Thread) {
     out += threads_time_section(r);
   } else if (r.by == ReportGrouping::Shape) {

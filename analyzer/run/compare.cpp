@@ -1,6 +1,5 @@
 // compare.cpp — `allocscope compare`: the rows, the interleaved runs, the output (compare.h).
 #include "run/compare.h"
-#include "render/html_page.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -17,49 +16,13 @@
 #include "util/progress_bar.h"
 #include "run/record.h"
 #include "util/units.h"
+#include "util/usage_error.h"
 
 namespace allocscope {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr std::string_view kUsage =
-    "usage: allocscope compare [--allocators LIST] [--runs N] [--variant NAME=PROGRAM]...\n"
-    "                          [--sample N] [--locks] [--json | --markdown | --html OUT [--force]]\n"
-    "                          [-o DIR] [--keep]\n"
-    "                          [--] CMD [ARGS...]\n"
-    "\n"
-    "Runs CMD under each allocator, and PROGRAM ARGS... for each variant, N times each, interleaved,\n"
-    "every run recorded with the shim; prints median wall time, median peak RSS and the change of\n"
-    "wall time against the first row, with allocscope's attribution per row: the allocator's share\n"
-    "of thread time, its waiting share, its costliest size classes, and the share of the gap to the\n"
-    "first row that the allocator explains (allocscope diff of the median runs).\n"
-    "\n"
-    "  --allocators LIST   comma-separated names or library paths; the first is the baseline\n"
-    "                      (default: glibc,jemalloc,tcmalloc,mimalloc,scudo; one that is not\n"
-    "                      installed is skipped with a note)\n"
-    "  --runs N            runs per row (default 3)\n"
-    "  --sample N          as record's --sample, in every row: short runs need a small N\n"
-    "  --locks             as record's --locks, in every row: adds the columns 'other locks' (the\n"
-    "                      program's own lock time, waits and unlocks, over thread time) and 'alloc+locks'\n"
-    "                      (the part of the gap that the allocator and those waits explain)\n"
-    "                      for enough timed calls (default: the shim's)\n"
-    "  --variant NAME=PROGRAM\n"
-    "                      one more row: PROGRAM run with the same ARGS under its own malloc\n"
-    "                      (say, a musl build of the same workload); repeatable\n"
-    "  --json              the table as JSON (schema in docs/compare.md)\n"
-    "  --markdown          the table as Markdown\n"
-    "  --html OUT          a self-contained HTML page (bars and the table) to OUT instead\n"
-    "  --force             overwrite OUT if it exists (without it, an existing OUT is an error)\n"
-    "  -o, --output DIR    write the profiles and each run's output there (created; must be\n"
-    "                      empty); default: a new directory under $TMPDIR, removed at the end\n"
-    "  --keep              keep the default directory and say where it is\n"
-    "  -h, --help          this help\n"
-    "\n"
-    "Exit status: 0 when every run exited 0; else the first non-zero status of a run;\n"
-    "2 when the comparison could not be made (bad arguments, CMD cannot be started);\n"
-    "128+N when signal N (SIGINT, SIGTERM, SIGHUP) stopped it.\n";
 
 // A directory for the profiles: the one given (created, must be empty), or a fresh one under
 // $TMPDIR that is removed when this object goes away unless it is kept.
@@ -255,21 +218,18 @@ void run_rounds(CompareResult& result, const std::vector<CompareRowSpec>& specs,
 
 }  // namespace
 
+bool is_row_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '+' || c == '-';
+}
+
 std::vector<size_t> round_order(size_t rows, unsigned round) {
   std::vector<size_t> order;
   for (size_t k = 0; k < rows; ++k) order.push_back((round + k) % rows);
   return order;
 }
 
-int compare_command(CommandArgs args) {
-  const auto parsed = parse_compare_options(args);
-  if (!parsed) {
-    fmt::print("{}", kUsage);
-    return 0;
-  }
-  const CompareOptions& options = *parsed;
-  if (!options.html.empty()) refuse_overwrite(options.html, options.force);  // before the runs
-  CompareResult result;
+int run_comparison(const CompareOptions& options, CompareResult& result) {
   result.command = options.command;
   result.runs_per_row = options.runs;
   result.sample_every = options.sample_every;
@@ -301,24 +261,7 @@ int compare_command(CommandArgs args) {
       for (auto& run : row.runs) run.profile.reset();  // removed with the directory
     }
   }
-
-  std::string out;
-  switch (options.format) {
-    case CompareFormat::Text: out = compare_text(result); break;
-    case CompareFormat::Json: out = compare_json(result); break;
-    case CompareFormat::Markdown: out = compare_markdown(result); break;
-    case CompareFormat::Html: {
-      const std::string page = compare_html(result);
-      write_html_file(options.html, page, options.force);
-      fmt::print(stderr, "allocscope: compare: wrote {} ({} KiB)\n", options.html.string(), page.size() / 1024);
-      break;
-    }
-  }
-  fmt::print("{}", out);
-  if (result.output_dir && !options.output_dir) {
-    fmt::print(stderr, "allocscope: compare: profiles kept in {}\n", result.output_dir->string());
-  }
-  return result.exit_status;
+  return 0;
 }
 
 }  // namespace allocscope

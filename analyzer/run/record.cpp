@@ -13,6 +13,8 @@
 #include "run/child_process.h"
 #include "run/program_check.h"
 #include "run/shim_lookup.h"
+#include "util/output_file.h"
+#include "util/usage_error.h"
 
 extern char** environ;
 
@@ -21,31 +23,6 @@ namespace allocscope {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr std::string_view kUsage =
-    "usage: allocscope record [-o FILE [--force]] [--allocator NAME|PATH] [--sample N] [--trace]\n"
-    "                         [--stacks[=N]] [--locks] [--] CMD [ARGS...]\n"
-    "\n"
-    "Runs CMD with the allocscope shim preloaded and writes its allocator profile.\n"
-    "\n"
-    "  -o, --output FILE   profile of CMD's process (default: allocscope.<CMD>.<pid>.asp);\n"
-    "                      other processes it starts write FILE.<pid>\n"
-    "  --force             replace FILE if it exists (without it, an existing FILE is an\n"
-    "                      error); the profiles of other processes never replace a file\n"
-    "  --allocator NAME    run CMD on another malloc: glibc/system/musl (its own), jemalloc,\n"
-    "                      tcmalloc, mimalloc, scudo, or the path of a shared library\n"
-    "  --sample N          time calls during 1/N of the time; 1 times every call, 0 counts\n"
-    "                      calls without timing any (default: the shim's, 64)\n"
-    "  --trace             record every call (address, size, start), compactly, and the\n"
-    "                      durations of the timed ones (every call's with --sample 1)\n"
-    "  --stacks[=N]        record the call stack of 1 timed call in N (default 64) and of\n"
-    "                      every unusually slow call\n"
-    "  --locks             also record the program's own contended pthread lock waits (mutexes,\n"
-    "                      rwlocks, condition variables) per lock and call site\n"
-    "  -h, --help          this help\n"
-    "\n"
-    "Exit status: CMD's (128+N if a signal N killed it, 127 if it could not be run);\n"
-    "2 if allocscope itself could not start it.\n";
 
 constexpr std::string_view kEnvPrefixesToReplace[] = {"LD_PRELOAD=", "ALLOCSCOPE_OUTPUT=", "ALLOCSCOPE_ROOT_PID="};
 
@@ -240,56 +217,6 @@ fs::path observable_program(const std::string& command) {
   return *program;
 }
 
-uint32_t parse_sample_rate(std::string_view command, std::string_view option, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || value > UINT32_MAX || text[0] == '-' || text[0] == '+') {
-    throw UsageError(
-        fmt::format("{}: {} needs a whole number from 0 to {}, not '{}'", command, option, UINT32_MAX, text));
-  }
-  return static_cast<uint32_t>(value);
-}
-
-std::optional<RecordOptions> parse_record_options(CommandArgs args) {
-  RecordOptions options;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    std::string value;
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (is_help_flag(arg)) return std::nullopt;
-    if (arg.empty() || arg[0] != '-' || arg == "-") break;  // CMD
-    if (take_option_value("record", args, i, "--output", "-o", value)) {
-      if (value.empty()) throw UsageError("record: -o needs a file name");
-      options.output = value;
-    } else if (take_option_value("record", args, i, "--allocator", "", value)) {
-      options.allocator = value;
-    } else if (take_option_value("record", args, i, "--sample", "", value)) {
-      options.sample_every = parse_sample_rate("record", "--sample", value);
-    } else if (arg == "--force") {
-      options.force = true;
-    } else if (arg == "--trace") {
-      options.trace = true;
-    } else if (arg == "--locks") {
-      options.locks = true;
-    } else if (arg == "--stacks") {
-      options.stacks_every = 64;
-    } else if (arg.starts_with("--stacks=")) {
-      options.stacks_every = parse_sample_rate("record", "--stacks", arg.substr(9));
-    } else {
-      throw UsageError(fmt::format("record: unknown option '{}'", arg));
-    }
-  }
-  options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (options.command.empty()) throw UsageError("record: missing CMD");
-  if (options.force && !options.output) throw UsageError("record: --force goes with -o FILE");
-  return options;
-}
-
 std::string preload_list(const fs::path& shim, const std::optional<fs::path>& allocator, const char* previous) {
   check_preloadable_path(shim, "shim");
   std::string list = shim.string();
@@ -303,15 +230,10 @@ std::string preload_list(const fs::path& shim, const std::optional<fs::path>& al
 
 RecordedRun record_program(const RecordOptions& options) { return record_with_plan(options).run; }
 
-int record_command(CommandArgs args) {
-  const auto parsed = parse_record_options(args);
-  if (!parsed) {
-    fmt::print("{}", kUsage);
-    return 0;
-  }
-  const std::string& command = parsed->command.front();
+int record_and_report(const RecordOptions& options) {
+  const std::string& command = options.command.front();
   try {
-    const Recording recording = record_with_plan(*parsed);
+    const Recording recording = record_with_plan(options);
     const RecordedRun& run = recording.run;
     if (run.child.exec_errno != 0) {
       fmt::print(stderr, "allocscope: cannot execute {}: {}\n", command, std::strerror(run.child.exec_errno));

@@ -16,11 +16,11 @@
 #pragma once
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "run/child_process.h"
-#include "commands/cli.h"
 
 namespace allocscope {
 
@@ -50,12 +50,6 @@ struct RecordedRun {
   std::vector<std::filesystem::path> other_profiles;  // of the processes CMD started, in order
 };
 
-// The value of --sample N or --stacks=N: 0 to 2^32 - 1.  Throws UsageError naming the command.
-uint32_t parse_sample_rate(std::string_view command, std::string_view option, const std::string& text);
-
-// Parses the arguments after "record"; nullopt for --help.  Throws UsageError.
-std::optional<RecordOptions> parse_record_options(CommandArgs args);
-
 // LD_PRELOAD value: the shim, then the allocator, then what was preloaded before.  Throws
 // std::runtime_error for paths LD_PRELOAD cannot express (containing ':' or a space).
 std::string preload_list(const std::filesystem::path& shim,
@@ -71,6 +65,8 @@ void check_observable(const std::string& command, const std::filesystem::path& p
 // std::runtime_error (a statically linked CMD, an existing output file) before running anything.
 RecordedRun record_program(const RecordOptions& options);
 
-int record_command(CommandArgs args);
+// `record`'s run: runs CMD, says on stderr where its profiles went (or why it could not be
+// executed) and returns CMD's exit status (127: CMD was not found).
+int record_and_report(const RecordOptions& options);
 
 }  // namespace allocscope

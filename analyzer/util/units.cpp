@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 
 #include "allocscope/buckets.h"
 
@@ -47,6 +48,15 @@ std::string format_duration_ns(double ns) {
   return fmt::format("{} s", trim_number(ns / 1e9, 2));
 }
 
+std::string format_signed_duration_ns(double ns, std::string_view minus) {
+  return (ns < 0 ? std::string(minus) : std::string("+")) + format_duration_ns(std::fabs(ns));
+}
+
+std::string format_percent(double share, int decimals) {
+  if (!std::isfinite(share)) return "-";
+  return fmt::format("{:.{}f} %", 100 * share, decimals);
+}
+
 std::string format_size_bucket(unsigned bucket) {
   if (bucket >= kSizeBuckets) return "size not taken";
   const uint64_t lo = bucket_lo(bucket);
@@ -54,6 +64,13 @@ std::string format_size_bucket(unsigned bucket) {
   if (lo == hi) return format_bytes(lo);
   if (hi == ~uint64_t{0}) return fmt::format("≥ {}", format_bytes(lo));
   return fmt::format("[{}, {})", format_bytes(lo), format_bytes(hi + 1));
+}
+
+std::string size_range_text(uint64_t lo, uint64_t hi) {
+  if (hi == ~uint64_t{0}) return fmt::format("≥ {}", format_bytes(lo));
+  if (lo == hi) return format_bytes(lo);
+  if (hi < 1024) return fmt::format("{}–{} B", lo, hi);
+  return fmt::format("{}–{}", format_bytes(lo), format_bytes(hi));
 }
 
 std::string printable(std::string_view text) {

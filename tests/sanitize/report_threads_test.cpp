@@ -15,8 +15,10 @@
 #include "../unit/test_profile_writer.h"
 #include "allocscope/ops.h"
 #include "model/cost_model.h"
+#include "commands/commands.h"
 #include "model/diff.h"
 #include "profile/profile_error.h"
+#include "render/diff.h"
 #include "render/report.h"
 #include "util/side_by_side.h"
 

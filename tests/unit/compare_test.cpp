@@ -1,4 +1,5 @@
 // `allocscope compare`: its command line, the order of the runs, medians (analyzer/compare.h).
+#include "commands/commands.h"
 #include "run/compare.h"
 
 #include <gtest/gtest.h>

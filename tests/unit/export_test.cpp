@@ -12,6 +12,7 @@
 
 #include "allocscope/ops.h"
 #include "model/callsites.h"
+#include "render/callsites.h"
 #include "symbols/elf_symbols.h"
 #include "export/export.h"
 #include "mini_json.h"

@@ -1,4 +1,5 @@
 // `allocscope record` command line and LD_PRELOAD composition (analyzer/record.h).
+#include "commands/commands.h"
 #include "run/record.h"
 
 #include <gtest/gtest.h>

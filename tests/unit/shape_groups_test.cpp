@@ -1,6 +1,7 @@
 // Shapes merged across adjacent size classes: which classes form a run, the groups of one trace
 // and of the difference between two, with known answers.
 #include "model/shape_groups.h"
+#include "render/shapes.h"
 
 #include <gtest/gtest.h>
 

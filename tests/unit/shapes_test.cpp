@@ -1,6 +1,8 @@
 // Shapes of synthetic traces: lifetimes, cross-thread frees, realloc chains, leaks, live bytes,
 // concurrency and the serialization index, all with known answers; and diff attribution.
 #include "model/shapes.h"
+#include "render/shapes.h"
+#include "commands/commands.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,19 @@
+// peek.h — what a profile's first chunks say, read without loading the whole profile (load_profile
+// in profile.h), for the layers above that must decide before they load it.
+#pragma once
+#include <filesystem>
+#include <optional>
+
+#include "allocscope/format.h"
+#include "profile/chunk_records.h"
+
+namespace allocscope {
+
+// The profile's Calibration chunk (written before any event), or nothing; errors are thrown as
+// by load_profile.
+std::optional<format::Calibration> read_calibration(const std::filesystem::path& path);
+
+// The Process chunk, which the shim writes first (looked for among the first 8 chunks), or nothing.
+std::optional<ProcessRecord> read_process(const std::filesystem::path& path);
+
+}  // namespace allocscope
