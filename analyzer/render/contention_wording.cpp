@@ -133,8 +133,13 @@ std::string contention_reason(const ContentionVerdict& v) {
       return "no call was timed (--sample 0): contention cannot be measured";
     case ContentionReason::TooFewMet:
       return fmt::format("too few timed calls met another thread inside the allocator ({} allocating calls did, "
-                         "of classes with enough calls made alone): threads rarely ran allocator calls at the same time",
-                         a.met);
+                         "of classes with enough calls made alone): threads rarely ran allocator calls at the same "
+                         "time{}",
+                         a.met,
+                         in.slow_slept > 0 ? fmt::format(", though {} (threads wait for something inside it: one "
+                                                         "lock or several cannot be told)",
+                                                         slept_text(in))
+                                           : std::string());
     case ContentionReason::TakeTurns:
       return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "
                          "makes them do",
