@@ -112,9 +112,10 @@ void configure_sampling(const format::Calibration& c) {
   s.flush_interval = c.tick_hz / 4;  // 250 ms
   // A timed call of 2 µs or more gets its context switches (recorder.cpp note_switches): a thread
   // that slept or waited for a CPU was away that long at least.  Each costs a getrusage (~0.25 µs
-  // here), at most one per 2 µs of timed time, and only in trace mode's absence: with every call
-  // timed and N < 8 that would be up to 12 % of the run, so the probe alone samples there.
-  s.switch_ticks = !g_trace && s.sample_every >= 8 ? c.tick_hz * format::kSwitchSlowNs / 1000000000 : 0;
+  // here), at most one per 2 µs of timed time (12 % of it at worst, when every call is slow or
+  // follows a gap: 0.2 % of the run with the default windows); not in trace mode, whose records
+  // have no room for them.
+  s.switch_ticks = !g_trace && s.sample_every >= 1 ? c.tick_hz * format::kSwitchSlowNs / 1000000000 : 0;
 }
 
 // Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.
