@@ -802,6 +802,144 @@ void note_model(ModelNotes& notes, const CostReport& r, const Profile& profile, 
   }
 }
 
+// ---- the estimate: every call, per thread and class ----
+
+// Each thread's (class, op) cells.  Releases (free, delete, delete[]) count in the classes of
+// the blocks they give back (release_classes.h); only in a profile without any allocating call
+// are frees whose size was not taken apportioned to the classes of the thread's timed frees
+// (else the process's), in proportion.
+std::vector<std::map<ClassKeyOp, ThreadCell>> thread_class_cells(const Profile& profile, const ClassTable& table,
+                                                                 const EventSizes& sizes, ReleaseTotals& release_totals) {
+  const auto classes = table.classes();
+  const size_t unknown_class = classes.size();
+  const size_t n_threads = profile.threads.size();
+  auto slot_of = [&](uint32_t cls) { return cls == kNoClass ? unknown_class : static_cast<size_t>(cls); };
+  std::vector<ClassCellMap> split(n_threads);
+  for (size_t ti = 0; ti < n_threads; ++ti) split[ti] = split_cells(profile.threads[ti].cells, table, &sizes);
+  std::vector<const CellMap*> thread_cells(n_threads);
+  for (size_t ti = 0; ti < n_threads; ++ti) thread_cells[ti] = &profile.threads[ti].cells;
+  release_totals = attribute_releases(split, thread_cells, table);
+  std::vector<std::map<ClassKeyOp, ThreadCell>> cells(n_threads);
+  std::map<ClassKeyOp, Cell> pooled;  // over threads, before apportioning (weights of last resort)
+  for (size_t ti = 0; ti < n_threads; ++ti) {
+    for (const auto& [key, cell] : split[ti]) {
+      const ClassKeyOp k{static_cast<uint32_t>(slot_of(key.cls)), key.op};
+      ThreadCell& tc = cells[ti][k];
+      tc.counters.add(cell.counters);
+      for (const auto& [bin, count] : cell.latency) tc.latency[bin] += count;
+      Cell& pc = pooled[k];
+      pc.counters.add(cell.counters);
+    }
+  }
+  for (size_t ti = 0; ti < n_threads; ++ti) {
+    auto& mine = cells[ti];
+    for (unsigned op = 0; op < kOpSlots; ++op) {
+      const auto unknown = mine.find({static_cast<uint32_t>(unknown_class), op});
+      if (unknown == mine.end() || unknown->second.counters.calls == 0) continue;
+      std::vector<uint64_t> weights(classes.size(), 0);
+      uint64_t sum = 0;
+      for (const auto& [k, tc] : mine) {
+        if (k.cls != unknown_class && k.op == op) sum += (weights[k.cls] = tc.counters.timed);
+      }
+      if (sum == 0) {
+        for (const auto& [k, pc] : pooled) {
+          if (k.cls != unknown_class && k.op == op) sum += (weights[k.cls] = pc.counters.timed);
+        }
+      }
+      if (sum == 0) continue;  // stays "size not taken"
+      const auto parts = largest_remainder(unknown->second.counters.calls, weights);
+      unknown->second.counters.calls = 0;
+      for (size_t cls = 0; cls < parts.size(); ++cls) {
+        if (parts[cls]) mine[{static_cast<uint32_t>(cls), op}].counters.calls += parts[cls];
+      }
+    }
+  }
+  return cells;
+}
+
+struct ThreadEst {
+  double time = 0, err2 = 0;
+  Fractions fractions;
+};
+
+// Per thread: its own mean where its sample says more than the spread between threads, else the
+// process's (shrinkage); then every cell is scaled so that the threads add up to the process.
+std::vector<std::map<ClassKeyOp, ThreadEst>> thread_estimates(const std::vector<std::map<ClassKeyOp, ThreadCell>>& cells,
+                                                              const std::map<ClassKeyOp, PooledCell>& cells_all,
+                                                              const Pass2& p2, const Model& model) {
+  const size_t n_threads = cells.size();
+  auto mean_of = [&](const Counters& c) { return std::max(0.0, static_cast<double>(c.timed_ticks) / static_cast<double>(c.timed) - model.overhead); };
+  std::map<ClassKeyOp, double> tau2;  // variance of the true per-thread means, beyond sampling
+  {
+    std::map<ClassKeyOp, std::vector<std::pair<double, double>>> means;  // (mean, se2) per thread
+    for (size_t ti = 0; ti < n_threads; ++ti) {
+      for (const auto& [k, tc] : cells[ti]) {
+        if (tc.counters.timed < 2) continue;
+        const Moments m = histogram_moments(tc.latency, tc.counters.max_ticks, model.overhead);
+        means[k].emplace_back(mean_of(tc.counters), sampling_variance(m.var, tc.counters.timed, tc.counters.calls));
+      }
+    }
+    for (const auto& [k, v] : means) {
+      if (v.size() < 2) continue;
+      double mean = 0, se2 = 0;
+      for (const auto& [m, s2] : v) {
+        mean += m;
+        se2 += s2;
+      }
+      mean /= static_cast<double>(v.size());
+      se2 /= static_cast<double>(v.size());
+      double spread = 0;
+      for (const auto& [m, s2] : v) spread += (m - mean) * (m - mean);
+      spread /= static_cast<double>(v.size() - 1);
+      tau2[k] = std::max(0.0, spread - se2);
+    }
+  }
+  std::vector<std::map<ClassKeyOp, ThreadEst>> est(n_threads);
+  std::map<ClassKeyOp, double> est_sum;
+  for (size_t ti = 0; ti < n_threads; ++ti) {
+    for (const auto& [k, tc] : cells[ti]) {
+      if (tc.counters.calls == 0) continue;
+      const PooledCell& pc = cells_all.at(k);
+      double w = 0, se2 = pc.se2;
+      double own = pc.mean;
+      if (tc.counters.timed > 0) {
+        own = mean_of(tc.counters);
+        const double var = tc.counters.timed >= 2 ? histogram_moments(tc.latency, tc.counters.max_ticks, model.overhead).var : pc.var;
+        se2 = sampling_variance(var, tc.counters.timed, tc.counters.calls);
+        const auto t2 = tau2.find(k);
+        if (t2 == tau2.end()) {
+          w = 1;  // the only thread with timed calls here: nothing to pool with
+        } else {
+          w = t2->second + se2 > 0 ? t2->second / (t2->second + se2) : 1;
+        }
+      }
+      const double mean = w * own + (1 - w) * pc.mean;
+      const double calls = static_cast<double>(tc.counters.calls);
+      ThreadEst e;
+      e.time = mean * calls;
+      e.err2 = std::pow(2 * calls, 2) * (w * w * se2 + (1 - w) * (1 - w) * pc.se2);
+      const size_t ai = k.cls * kOpSlots + k.op;
+      const ThreadAcc& acc = p2.threads[ti];
+      if (ai < acc.rows.size() && acc.rows[ai].n > 0) {
+        e.fractions = blend(fractions_of(acc.rows[ai]), pc.fractions, w);
+      } else {
+        e.fractions = pc.fractions;
+      }
+      est_sum[k] += e.time;
+      est[ti][k] = e;
+    }
+  }
+  for (size_t ti = 0; ti < n_threads; ++ti) {
+    for (auto& [k, e] : est[ti]) {
+      const PooledCell& pc = cells_all.at(k);
+      const double target = pc.mean * static_cast<double>(pc.counters.calls);
+      const double sum = est_sum[k];
+      if (sum > 0) e.time *= target / sum;
+    }
+  }
+  return est;
+}
+
 }  // namespace
 
 CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options) {
@@ -844,50 +982,10 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   const size_t n_threads = profile.threads.size();
   auto slot_of = [&](uint32_t cls) { return cls == kNoClass ? unknown_class : static_cast<size_t>(cls); };
 
-  // Each thread's (class, op) cells.  Releases (free, delete, delete[]) count in the classes of
-  // the blocks they give back (release_classes.h); only in a profile without any allocating call
-  // are frees whose size was not taken apportioned to the classes of the thread's timed frees
-  // (else the process's), in proportion.
-  std::vector<ClassCellMap> split(n_threads);
-  for (size_t ti = 0; ti < n_threads; ++ti) split[ti] = split_cells(profile.threads[ti].cells, *table, &p1.sizes);
+  ReleaseTotals release_totals;
+  std::vector<std::map<ClassKeyOp, ThreadCell>> cells = thread_class_cells(profile, *table, p1.sizes, release_totals);
   std::vector<const CellMap*> thread_cells(n_threads);
   for (size_t ti = 0; ti < n_threads; ++ti) thread_cells[ti] = &profile.threads[ti].cells;
-  const ReleaseTotals release_totals = attribute_releases(split, thread_cells, *table);
-  std::vector<std::map<ClassKeyOp, ThreadCell>> cells(n_threads);
-  std::map<ClassKeyOp, Cell> pooled;  // over threads, before apportioning (weights of last resort)
-  for (size_t ti = 0; ti < n_threads; ++ti) {
-    for (const auto& [key, cell] : split[ti]) {
-      const ClassKeyOp k{static_cast<uint32_t>(slot_of(key.cls)), key.op};
-      ThreadCell& tc = cells[ti][k];
-      tc.counters.add(cell.counters);
-      for (const auto& [bin, count] : cell.latency) tc.latency[bin] += count;
-      Cell& pc = pooled[k];
-      pc.counters.add(cell.counters);
-    }
-  }
-  for (size_t ti = 0; ti < n_threads; ++ti) {
-    auto& mine = cells[ti];
-    for (unsigned op = 0; op < kOpSlots; ++op) {
-      const auto unknown = mine.find({static_cast<uint32_t>(unknown_class), op});
-      if (unknown == mine.end() || unknown->second.counters.calls == 0) continue;
-      std::vector<uint64_t> weights(classes.size(), 0);
-      uint64_t sum = 0;
-      for (const auto& [k, tc] : mine) {
-        if (k.cls != unknown_class && k.op == op) sum += (weights[k.cls] = tc.counters.timed);
-      }
-      if (sum == 0) {
-        for (const auto& [k, pc] : pooled) {
-          if (k.cls != unknown_class && k.op == op) sum += (weights[k.cls] = pc.counters.timed);
-        }
-      }
-      if (sum == 0) continue;  // stays "size not taken"
-      const auto parts = largest_remainder(unknown->second.counters.calls, weights);
-      unknown->second.counters.calls = 0;
-      for (size_t cls = 0; cls < parts.size(); ++cls) {
-        if (parts[cls]) mine[{static_cast<uint32_t>(cls), op}].counters.calls += parts[cls];
-      }
-    }
-  }
 
   // Pooled cells: the process-wide estimate of each (class, op).
   std::map<ClassKeyOp, PooledCell> cells_all;
@@ -956,80 +1054,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
     pc.fractions = fractions_of(pc.acc.n ? pc.acc : op_acc[k.op]);
   }
 
-  // Per thread: its own mean where its sample says more than the spread between threads, else the
-  // process's (shrinkage); then every cell is scaled so that the threads add up to the process.
-  std::map<ClassKeyOp, double> tau2;  // variance of the true per-thread means, beyond sampling
-  {
-    std::map<ClassKeyOp, std::vector<std::pair<double, double>>> means;  // (mean, se2) per thread
-    for (size_t ti = 0; ti < n_threads; ++ti) {
-      for (const auto& [k, tc] : cells[ti]) {
-        if (tc.counters.timed < 2) continue;
-        const Moments m = histogram_moments(tc.latency, tc.counters.max_ticks, model.overhead);
-        means[k].emplace_back(mean_of(tc.counters), sampling_variance(m.var, tc.counters.timed, tc.counters.calls));
-      }
-    }
-    for (const auto& [k, v] : means) {
-      if (v.size() < 2) continue;
-      double mean = 0, se2 = 0;
-      for (const auto& [m, s2] : v) {
-        mean += m;
-        se2 += s2;
-      }
-      mean /= static_cast<double>(v.size());
-      se2 /= static_cast<double>(v.size());
-      double spread = 0;
-      for (const auto& [m, s2] : v) spread += (m - mean) * (m - mean);
-      spread /= static_cast<double>(v.size() - 1);
-      tau2[k] = std::max(0.0, spread - se2);
-    }
-  }
-  struct ThreadEst {
-    double time = 0, err2 = 0;
-    Fractions fractions;
-  };
-  std::vector<std::map<ClassKeyOp, ThreadEst>> est(n_threads);
-  std::map<ClassKeyOp, double> est_sum;
-  for (size_t ti = 0; ti < n_threads; ++ti) {
-    for (const auto& [k, tc] : cells[ti]) {
-      if (tc.counters.calls == 0) continue;
-      const PooledCell& pc = cells_all.at(k);
-      double w = 0, se2 = pc.se2;
-      double own = pc.mean;
-      if (tc.counters.timed > 0) {
-        own = mean_of(tc.counters);
-        const double var = tc.counters.timed >= 2 ? histogram_moments(tc.latency, tc.counters.max_ticks, model.overhead).var : pc.var;
-        se2 = sampling_variance(var, tc.counters.timed, tc.counters.calls);
-        const auto t2 = tau2.find(k);
-        if (t2 == tau2.end()) {
-          w = 1;  // the only thread with timed calls here: nothing to pool with
-        } else {
-          w = t2->second + se2 > 0 ? t2->second / (t2->second + se2) : 1;
-        }
-      }
-      const double mean = w * own + (1 - w) * pc.mean;
-      const double calls = static_cast<double>(tc.counters.calls);
-      ThreadEst e;
-      e.time = mean * calls;
-      e.err2 = std::pow(2 * calls, 2) * (w * w * se2 + (1 - w) * (1 - w) * pc.se2);
-      const size_t ai = k.cls * kOpSlots + k.op;
-      const ThreadAcc& acc = p2.threads[ti];
-      if (ai < acc.rows.size() && acc.rows[ai].n > 0) {
-        e.fractions = blend(fractions_of(acc.rows[ai]), pc.fractions, w);
-      } else {
-        e.fractions = pc.fractions;
-      }
-      est_sum[k] += e.time;
-      est[ti][k] = e;
-    }
-  }
-  for (size_t ti = 0; ti < n_threads; ++ti) {
-    for (auto& [k, e] : est[ti]) {
-      const PooledCell& pc = cells_all.at(k);
-      const double target = pc.mean * static_cast<double>(pc.counters.calls);
-      const double sum = est_sum[k];
-      if (sum > 0) e.time *= target / sum;
-    }
-  }
+  const std::vector<std::map<ClassKeyOp, ThreadEst>> est = thread_estimates(cells, cells_all, p2, model);
 
   CostReport r;
   r.file = profile.file;

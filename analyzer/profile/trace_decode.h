@@ -10,7 +10,7 @@
 // earlier than the start of the call that frees it, and obtained no later than the end of the
 // call that returns it, so a free that made room for another thread's malloc of the same address
 // is always visited first.  Visitors do the freeing part of a call at its enter and the obtaining
-// part at its exit (trace_lifetimes.h).
+// part at its exit (model/lifetimes.h).
 //
 // The profile was loaded first (profile.h); merge_trace reads its TraceEvents chunks again from
 // the file, holding at most one chunk per thread: memory does not grow with the file.  A thread's

@@ -1,4 +1,4 @@
-// Allocator name/path -> library lookup (analyzer/allocator_lookup.h).
+// Allocator name/path -> library lookup (analyzer/run/allocator_lookup.h).
 #include "run/allocator_lookup.h"
 
 #include <gtest/gtest.h>

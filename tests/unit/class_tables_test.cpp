@@ -1,4 +1,4 @@
-// Size-class tables (analyzer/class_tables.h): invariants of every table, each table against an
+// Size-class tables (analyzer/model/class_tables.h): invariants of every table, each table against an
 // independent re-derivation from its allocator's algorithm, spot checks, and the bucket-to-class
 // split.
 #include "model/class_tables.h"

@@ -1,4 +1,4 @@
-// `allocscope compare`: its command line, the order of the runs, medians (analyzer/compare.h).
+// `allocscope compare`: its command line, the order of the runs, medians (analyzer/run/compare.h).
 #include "commands/commands.h"
 #include "run/compare.h"
 

@@ -1,4 +1,4 @@
-// The JSON string escaper and writer (analyzer/json_writer.h).
+// The JSON string escaper and writer (analyzer/util/json_writer.h).
 #include "util/json_writer.h"
 
 #include <gtest/gtest.h>

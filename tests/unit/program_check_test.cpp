@@ -1,4 +1,4 @@
-// Command resolution and the "can LD_PRELOAD observe it" check (analyzer/program_check.h).
+// Command resolution and the "can LD_PRELOAD observe it" check (analyzer/run/program_check.h).
 #include "run/program_check.h"
 
 #include <elf.h>

@@ -1,4 +1,4 @@
-// `allocscope record` command line and LD_PRELOAD composition (analyzer/record.h).
+// `allocscope record` command line and LD_PRELOAD composition (analyzer/run/record.h).
 #include "commands/commands.h"
 #include "run/record.h"
 
