@@ -230,6 +230,29 @@ TEST(CostModel, WithoutEvidenceTheLongestCallsTakeTheThreadsVoluntarySwitches) {
   EXPECT_EQ(r2.verdict.dominant, "slow");
 }
 
+TEST(CostModel, ASlowCallWhoseSwitchesWereReadWaitsOnlyIfItSlept) {
+  SyntheticThread t;
+  // Two slow calls of 100 µs whose switches the shim read (kEvSwitches): one slept, one did not
+  // (preempted).  The one that slept waits all but its fast part and the cost of blocking; the
+  // other ran.  The thread's voluntary switches, plenty, change nothing: the calls say.
+  format::Event slept = event(kMalloc, 64, 1'000'000, 100'000);
+  slept.flags |= format::kEvSwitches;
+  slept.nvcsw = 1;
+  format::Event preempted = event(kMalloc, 64, 1'200'000, 100'000);
+  preempted.flags |= format::kEvSwitches;
+  preempted.nivcsw = 1;
+  alone_calls(t, kMalloc, 64, 10'000, 100, 1'000);
+  t.events.push_back(slept);
+  t.events.push_back(preempted);
+  t.nvcsw = 50;
+  Synthetic s;
+  const CostReport r = s.analyze({t});
+  const double wait = 100'000 - 100 - (280 + 250 + 2 * 300);
+  EXPECT_NEAR(r.split.wait_ns, wait, 1e-6);
+  EXPECT_NEAR(r.split.slow_ns, (100'000 - 100 - wait) + (100'000 - 100), 1e-6);
+  EXPECT_NEAR(r.model.fallback_blocked_calls, 0, 1e-9);
+}
+
 // ---- the serialization index ----
 
 // Threads 1 and 2 each make 100 calls alone (uncontended cost 100 ticks), at separate times.
