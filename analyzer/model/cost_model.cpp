@@ -96,6 +96,13 @@ bool switches_known_slow(const format::Event& e, uint64_t slow_ticks) {
   return (e.flags & format::kEvRusage) && e.duration_ticks >= slow_ticks;
 }
 
+// What a blocking wait costs at least, in ticks: a FUTEX_WAIT, the wake-up and two context
+// switches (the probe costs of the calibration; 1 µs without one).
+double block_threshold_ticks(const std::optional<format::Calibration>& cal, double ticks_per_us) {
+  if (!cal) return ticks_per_us;
+  return static_cast<double>(cal->futex_wait_ticks + cal->futex_wake_ticks + 2 * cal->syscall_ticks);
+}
+
 // Off-CPU time of a rusage-sampled call that blocked, in ticks; 0 when it did not block.
 double blocked_wait_ticks(const format::Event& e, double duration, double ticks_per_us) {
   if (!(e.flags & format::kEvRusage) || e.nvcsw == 0) return 0;
@@ -192,12 +199,7 @@ Model learn(const Pass1& p1, const Profile& profile, const std::optional<format:
     }
   }
 
-  // A blocking wait costs at least a FUTEX_WAIT, the wake-up and two context switches.
-  if (cal) {
-    m.block_threshold = static_cast<double>(cal->futex_wait_ticks + cal->futex_wake_ticks + 2 * cal->syscall_ticks);
-  } else {
-    m.block_threshold = m.ticks_per_us;  // 1 µs
-  }
+  m.block_threshold = block_threshold_ticks(cal, m.ticks_per_us);
   return m;
 }
 
@@ -497,7 +499,8 @@ namespace {
 // ---- pass 1: the profile, and what its timed calls say about the allocator alone ----
 
 // Reads the profile; its timed calls, window by window, fill `p1`.
-Profile pass1(const std::filesystem::path& path, const SweepConfig& sweep_config, double ticks_per_us0, Pass1& p1) {
+Profile pass1(const std::filesystem::path& path, const SweepConfig& sweep_config, double ticks_per_us0,
+              double block_ticks0, Pass1& p1) {
   WindowSweep sweep1(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo&) {
     for (const SweepItem& it : items) {
       const format::Event& e = it.event;
@@ -516,6 +519,17 @@ Profile pass1(const std::filesystem::path& path, const SweepConfig& sweep_config
         if (e.nvcsw > 0) {
           ++bin.blocked;
           bin.wait_ticks += blocked_wait_ticks(e, d, ticks_per_us0);
+        }
+      } else if (e.flags & format::kEvSwitches) {
+        // A slow call whose switches were read is evidence for its latency bin too (pass 2 splits
+        // it by its own switches): the calls of that bin without any then wait as these did.
+        EvidenceBin& bin = p1.evidence[latency_bin_of(e.duration_ticks)];
+        const double d = static_cast<double>(e.duration_ticks);
+        ++bin.samples;
+        bin.ticks += d;
+        if (e.nvcsw > 0) {
+          ++bin.blocked;
+          bin.wait_ticks += std::max(0.0, d - block_ticks0);
         }
       }
     }
@@ -949,7 +963,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   const double ticks_per_us0 = hz0 / 1e6;
 
   Pass1 p1;
-  const Profile profile = pass1(path, sweep_config, ticks_per_us0, p1);
+  const Profile profile = pass1(path, sweep_config, ticks_per_us0, block_threshold_ticks(cal0, ticks_per_us0), p1);
 
   const std::optional<format::Calibration>& cal = profile.calibration;
   const Model model = learn(p1, profile, cal);

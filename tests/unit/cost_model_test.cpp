@@ -232,25 +232,25 @@ TEST(CostModel, WithoutEvidenceTheLongestCallsTakeTheThreadsVoluntarySwitches) {
 
 TEST(CostModel, ASlowCallWhoseSwitchesWereReadWaitsOnlyIfItSlept) {
   SyntheticThread t;
-  // Two slow calls of 100 µs whose switches the shim read (kEvSwitches): one slept, one did not
-  // (preempted).  The one that slept waits all but its fast part and the cost of blocking; the
-  // other ran.  The thread's voluntary switches, plenty, change nothing: the calls say.
-  format::Event slept = event(kMalloc, 64, 1'000'000, 100'000);
-  slept.flags |= format::kEvSwitches;
-  slept.nvcsw = 1;
-  format::Event preempted = event(kMalloc, 64, 1'200'000, 100'000);
-  preempted.flags |= format::kEvSwitches;
-  preempted.nivcsw = 1;
-  alone_calls(t, kMalloc, 64, 10'000, 100, 1'000);
-  t.events.push_back(slept);
-  t.events.push_back(preempted);
+  alone_calls(t, kMalloc, 64, 10'000, 100, 10'000);
+  // 20 slow calls of 100 µs whose switches the shim read (kEvSwitches): 10 slept, 10 did not
+  // (preempted).  One that slept waits all but its fast part and the cost of blocking; the others
+  // ran.  The thread's voluntary switches, plenty, change nothing: the calls say.
+  for (int i = 0; i < 20; ++i) {
+    format::Event e = event(kMalloc, 64, 3'000'000 + 200'000ull * i, 100'000);
+    e.flags |= format::kEvSwitches;
+    (i % 2 ? e.nivcsw : e.nvcsw) = 1;
+    t.events.push_back(e);
+  }
   t.nvcsw = 50;
   Synthetic s;
   const CostReport r = s.analyze({t});
   const double wait = 100'000 - 100 - (280 + 250 + 2 * 300);
-  EXPECT_NEAR(r.split.wait_ns, wait, 1e-6);
-  EXPECT_NEAR(r.split.slow_ns, (100'000 - 100 - wait) + (100'000 - 100), 1e-6);
+  EXPECT_NEAR(r.split.wait_ns, 10 * wait, 1e-6);
+  EXPECT_NEAR(r.split.slow_ns, 10 * (100'000 - 100 - wait) + 10 * (100'000 - 100), 1e-6);
+  // Their latency bin has evidence now: nothing is left to the thread's switch budget.
   EXPECT_NEAR(r.model.fallback_blocked_calls, 0, 1e-9);
+  EXPECT_GE(r.model.evidence_bins, 1u);
 }
 
 // ---- the serialization index ----
