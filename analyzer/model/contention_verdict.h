@@ -107,7 +107,8 @@ enum class ContentionReason : uint8_t {
   MixedClasses,       // the measure says exclusion, but some classes clearly run side by side
   Disturbed,          // met calls were faster than alone ones: the reference is disturbed
   Sleeping,           // the measure says no exclusion, but sampled calls slept in the kernel
-  SleepWhenMet,       // met calls are slower, also beside sizes twice apart, and slow calls sleep inside: a sleeping lock
+  SleepWhenMet,       // met calls are slower, also beside sizes twice apart, and slow calls sleep inside: a sleeping
+                      // lock, one for all classes or one per class (unsure)
 };
 
 struct ContentionInputs {

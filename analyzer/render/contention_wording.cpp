@@ -188,7 +188,9 @@ std::string contention_reason(const ContentionVerdict& v) {
     case ContentionReason::SleepWhenMet:
       return fmt::format("calls that met another thread inside were slower than calls made alone ({}), also when "
                          "every other thread inside asked for a size at least twice larger or smaller ({}), and "
-                         "{}: threads sleep inside the allocator waiting for each other across size classes",
+                         "{}: threads sleep inside the allocator waiting for a lock — one lock for every size "
+                         "class, or a lock per class that every thread reaches at the same time (threads "
+                         "allocating the same sizes in step), which this run cannot tell apart",
                          measure_text(a), slower_text(a.apart), slept_text(in));
   }
   return "";
@@ -208,6 +210,9 @@ std::string contention_advice(const ContentionVerdict& v) {
     case ContentionReason::SlowerWithoutTurns:
       return "record the program with more threads than CPUs, where a lock's waiters queue and its calls take "
              "turns, or compare it with a run under another allocator (allocscope compare)";
+    case ContentionReason::SleepWhenMet:
+      return "compare the run with one under an allocator without a global lock (allocscope compare): the time "
+             "its threads spend asleep inside this one is the lock's cost, whichever kind it is";
     default:
       return "record a longer run or time more of it (--sample 8) so that the bounds narrow";
   }
@@ -234,6 +239,11 @@ std::string contention_sentence(const ContentionVerdict& v) {
     case ContentionKind::None:
       return fmt::format("Threads do not wait for each other inside the allocator: {}.", contention_reason(v));
     case ContentionKind::Unsure:
+      if (v.reason == ContentionReason::SleepWhenMet) {
+        return fmt::format("Threads wait for each other inside the allocator, asleep on a lock; whether one lock "
+                           "serves every size class cannot be told from this run: {}; {}.",
+                           contention_reason(v), contention_advice(v));
+      }
       break;
   }
   return fmt::format("Whether threads wait for each other inside the allocator cannot be told from this run: {}; {}.",

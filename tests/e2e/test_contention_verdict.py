@@ -66,12 +66,9 @@ class VerdictCase(E2ETestCase):
             self.assertIn("cannot be told", j["verdict"]["text"])
         elif c["verdict"] == "global_lock":
             self.assertIn("one global lock", j["verdict"]["text"])
-            # Called a lock only when calls were seen taking turns, or when met calls were slower
-            # also beside calls of sizes twice apart while slow calls slept inside (docs/analysis.md).
+            # Called a lock only when calls were seen taking turns (docs/analysis.md).
             kinds = {e["kind"]: e["value"] for e in c["evidence"]}
-            if kinds.get("ends_coincide", 1.0) >= 0.9:
-                self.assertGreater(kinds["met_slower_sizes_apart"], 0.52, c)
-                self.assertGreaterEqual(kinds["slow_calls_slept"], 0.05, c)
+            self.assertLess(kinds["ends_coincide"], 0.9, c)
         elif c["verdict"] == "none":
             self.assertIn("do not wait for each other", j["verdict"]["text"])
             self.assertNotIn("global lock", j["verdict"]["text"])

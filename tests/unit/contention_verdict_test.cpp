@@ -152,17 +152,18 @@ ExclusionCell across(ExclusionCell c, bool all_across = true) {
   return c;
 }
 
-TEST(ContentionVerdict, SlowerMetCallsThatSleepAcrossClassesAreOneSleepingLock) {
+TEST(ContentionVerdict, SlowerMetCallsThatSleepAcrossClassesAreASleepingLockOfUnknownKind) {
   // A sleeping lock handed over before its holder's call ends: no turns, met calls slower, also
-  // beside calls of other classes, and slow calls sleep inside the allocator.
+  // beside calls of other classes, and slow calls sleep inside the allocator.  One lock, or one per
+  // class that every thread reaches at once: measured alike, so unsure, with the evidence said.
   ContentionInputs in = inputs({across(cell(1000, 10, 1000, 11)), across(cell(800, 30, 900, 31))});
   in.slow_switched = 100;
   in.slow_slept = 30;
   const ContentionVerdict v = judge_contention(in);
-  EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
   EXPECT_EQ(v.reason, ContentionReason::SleepWhenMet);
   EXPECT_TRUE(v.blocking);
-  EXPECT_GT(v.confidence, 0.9);
+  EXPECT_FALSE(contention_advice(v).empty());
   EXPECT_NE(contention_reason(v).find("30 of 100 timed calls of 2 µs or more slept"), std::string::npos);
 }
 
