@@ -833,6 +833,79 @@ std::vector<std::map<ClassKeyOp, ThreadCell>> thread_class_cells(const Profile& 
   return cells;
 }
 
+// Pooled cells: the process-wide estimate of each (class, op), from every thread's cells and its
+// timed calls (p2).
+std::map<ClassKeyOp, PooledCell> pooled_cells(const std::vector<std::map<ClassKeyOp, ThreadCell>>& cells,
+                                              const Pass2& p2, const Model& model) {
+  const size_t n_threads = cells.size();
+  std::map<ClassKeyOp, PooledCell> cells_all;
+  std::array<Counters, kOpSlots> op_counters{};
+  for (size_t ti = 0; ti < n_threads; ++ti) {
+    for (const auto& [k, tc] : cells[ti]) {
+      PooledCell& pc = cells_all[k];
+      pc.counters.add(tc.counters);
+      for (const auto& [bin, count] : tc.latency) pc.latency[bin] += count;
+      op_counters[k.op].add(tc.counters);
+      const size_t ai = k.cls * kOpSlots + k.op;
+      const ThreadAcc& acc = p2.threads[ti];
+      if (ai < acc.rows.size()) pc.acc.add(acc.rows[ai]);
+    }
+  }
+  std::array<RowAcc, kOpSlots> op_acc{};
+  for (const auto& [k, pc] : cells_all) op_acc[k.op].add(pc.acc);
+  auto mean_of = [&](const Counters& c) { return std::max(0.0, static_cast<double>(c.timed_ticks) / static_cast<double>(c.timed) - model.overhead); };
+  // A cell without timed calls takes the mean of the nearest classes by size that have timed
+  // calls of the same operation (the one below and the one above: their midpoint), and the
+  // operation's mean only when it has none (and for calls of no known size).  The operation's
+  // mean leans to where the timing windows fell: a program whose sizes come in runs, in step
+  // with the windows, has whole classes the windows always miss next to slow ones they always
+  // catch, and would lend the slow ones' cost to every class missed.  Such a cell's error bound
+  // spans both neighbours' means: the estimate says it does not know where in between it is.
+  std::array<std::vector<std::pair<uint32_t, double>>, kOpSlots> timed_means;  // by class, ascending
+  for (const auto& [k, pc] : cells_all) {
+    if (pc.counters.timed > 0 && k.cls != kNoClass && k.op < kOpSlots)
+      timed_means[k.op].emplace_back(k.cls, mean_of(pc.counters));
+  }
+  // (low, high) of the nearest timed classes' means, or nothing.
+  auto neighbours = [&](const ClassKeyOp& k) -> std::optional<std::pair<double, double>> {
+    if (k.cls == kNoClass || k.op >= kOpSlots) return std::nullopt;
+    const auto& v = timed_means[k.op];
+    const auto above = std::lower_bound(v.begin(), v.end(), std::make_pair(k.cls, 0.0),
+                                        [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::optional<std::pair<double, double>> r;
+    if (above != v.end()) r = std::make_pair(above->second, above->second);
+    if (above != v.begin()) {
+      const double m = std::prev(above)->second;
+      r = r ? std::make_pair(std::min(r->first, m), std::max(r->second, m)) : std::make_pair(m, m);
+    }
+    return r;
+  };
+  Counters all_ops;
+  for (const Counters& c : op_counters) all_ops.add(c);
+  for (auto& [k, pc] : cells_all) {
+    const Counters& c = pc.counters;
+    std::optional<double> untimed_se2;
+    if (c.timed > 0) {
+      pc.mean = mean_of(c);
+    } else if (const auto near = neighbours(k)) {
+      pc.mean = (near->first + near->second) / 2;
+      const double half = (near->second - near->first) / 2;  // 2·SE = half the spread
+      untimed_se2 = half * half / 4;
+    } else if (op_counters[k.op].timed > 0) {
+      pc.mean = mean_of(op_counters[k.op]);
+    } else if (all_ops.timed > 0) {
+      // No call of the operation was timed anywhere: the mean of every timed call stands in (its
+      // bound is the whole estimate, below), rather than a time of 0 that would look exact.
+      pc.mean = mean_of(all_ops);
+    }
+    const Moments m = histogram_moments(pc.latency, c.max_ticks, model.overhead);
+    pc.var = m.var;
+    pc.se2 = untimed_se2 ? *untimed_se2 : sampling_variance(m.var, c.timed, c.calls);
+    pc.fractions = fractions_of(pc.acc.n ? pc.acc : op_acc[k.op]);
+  }
+  return cells_all;
+}
+
 struct ThreadEst {
   double time = 0, err2 = 0;
   Fractions fractions;
@@ -963,72 +1036,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   std::vector<const CellMap*> thread_cells(n_threads);
   for (size_t ti = 0; ti < n_threads; ++ti) thread_cells[ti] = &profile.threads[ti].cells;
 
-  // Pooled cells: the process-wide estimate of each (class, op).
-  std::map<ClassKeyOp, PooledCell> cells_all;
-  std::array<Counters, kOpSlots> op_counters{};
-  for (size_t ti = 0; ti < n_threads; ++ti) {
-    for (const auto& [k, tc] : cells[ti]) {
-      PooledCell& pc = cells_all[k];
-      pc.counters.add(tc.counters);
-      for (const auto& [bin, count] : tc.latency) pc.latency[bin] += count;
-      op_counters[k.op].add(tc.counters);
-      const size_t ai = k.cls * kOpSlots + k.op;
-      const ThreadAcc& acc = p2.threads[ti];
-      if (ai < acc.rows.size()) pc.acc.add(acc.rows[ai]);
-    }
-  }
-  std::array<RowAcc, kOpSlots> op_acc{};
-  for (const auto& [k, pc] : cells_all) op_acc[k.op].add(pc.acc);
-  auto mean_of = [&](const Counters& c) { return std::max(0.0, static_cast<double>(c.timed_ticks) / static_cast<double>(c.timed) - model.overhead); };
-  // A cell without timed calls takes the mean of the nearest classes by size that have timed
-  // calls of the same operation (the one below and the one above: their midpoint), and the
-  // operation's mean only when it has none (and for calls of no known size).  The operation's
-  // mean leans to where the timing windows fell: a program whose sizes come in runs, in step
-  // with the windows, has whole classes the windows always miss next to slow ones they always
-  // catch, and would lend the slow ones' cost to every class missed.  Such a cell's error bound
-  // spans both neighbours' means: the estimate says it does not know where in between it is.
-  std::array<std::vector<std::pair<uint32_t, double>>, kOpSlots> timed_means;  // by class, ascending
-  for (const auto& [k, pc] : cells_all) {
-    if (pc.counters.timed > 0 && k.cls != kNoClass && k.op < kOpSlots)
-      timed_means[k.op].emplace_back(k.cls, mean_of(pc.counters));
-  }
-  // (low, high) of the nearest timed classes' means, or nothing.
-  auto neighbours = [&](const ClassKeyOp& k) -> std::optional<std::pair<double, double>> {
-    if (k.cls == kNoClass || k.op >= kOpSlots) return std::nullopt;
-    const auto& v = timed_means[k.op];
-    const auto above = std::lower_bound(v.begin(), v.end(), std::make_pair(k.cls, 0.0),
-                                        [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::optional<std::pair<double, double>> r;
-    if (above != v.end()) r = std::make_pair(above->second, above->second);
-    if (above != v.begin()) {
-      const double m = std::prev(above)->second;
-      r = r ? std::make_pair(std::min(r->first, m), std::max(r->second, m)) : std::make_pair(m, m);
-    }
-    return r;
-  };
-  Counters all_ops;
-  for (const Counters& c : op_counters) all_ops.add(c);
-  for (auto& [k, pc] : cells_all) {
-    const Counters& c = pc.counters;
-    std::optional<double> untimed_se2;
-    if (c.timed > 0) {
-      pc.mean = mean_of(c);
-    } else if (const auto near = neighbours(k)) {
-      pc.mean = (near->first + near->second) / 2;
-      const double half = (near->second - near->first) / 2;  // 2·SE = half the spread
-      untimed_se2 = half * half / 4;
-    } else if (op_counters[k.op].timed > 0) {
-      pc.mean = mean_of(op_counters[k.op]);
-    } else if (all_ops.timed > 0) {
-      // No call of the operation was timed anywhere: the mean of every timed call stands in (its
-      // bound is the whole estimate, below), rather than a time of 0 that would look exact.
-      pc.mean = mean_of(all_ops);
-    }
-    const Moments m = histogram_moments(pc.latency, c.max_ticks, model.overhead);
-    pc.var = m.var;
-    pc.se2 = untimed_se2 ? *untimed_se2 : sampling_variance(m.var, c.timed, c.calls);
-    pc.fractions = fractions_of(pc.acc.n ? pc.acc : op_acc[k.op]);
-  }
+  const std::map<ClassKeyOp, PooledCell> cells_all = pooled_cells(cells, p2, model);
 
   const std::vector<std::map<ClassKeyOp, ThreadEst>> est = thread_estimates(cells, cells_all, p2, model);
 
