@@ -906,6 +906,116 @@ std::map<ClassKeyOp, PooledCell> pooled_cells(const std::vector<std::map<ClassKe
   return cells_all;
 }
 
+// Error bounds over the timing windows (docs/analysis.md, "Error bounds"), before the lifetime
+// cap: of the total, of each class and cell, and of the waiting and fast shares.
+struct ShareBounds {
+  double wait = 0, fast = 0;
+  bool known = false;
+};
+
+struct WindowErrors {
+  double sampled = 1;      // timed calls / calls
+  size_t n_clusters = 0;   // timing windows, or clusters of them
+  std::map<uint32_t, size_t> cell_clusters;  // cell -> clusters holding timed calls of it
+  double total_err2 = 0;
+  ShareBounds share_bounds;
+  std::vector<double> class_err2;  // per class slot
+  std::map<ClassKeyOp, double> cell_err2;
+};
+
+WindowErrors window_errors(const Pass2& p2, const std::map<ClassKeyOp, PooledCell>& cells_all, size_t n_class_slots) {
+  WindowErrors we;
+  const auto& clusters = p2.clusters.clusters();
+  std::map<uint32_t, WindowClusters::Sum> cell_sums;
+  std::map<uint32_t, size_t>& cell_clusters = we.cell_clusters;  // cell -> clusters holding timed calls of it
+  for (const auto& cluster : clusters) {
+    for (const auto& [cell, sum] : cluster) {
+      cell_clusters[cell] += sum.calls > 0;
+      cell_sums[cell].ticks += sum.ticks;
+      cell_sums[cell].wait += sum.wait;
+      cell_sums[cell].base += sum.base;
+      cell_sums[cell].calls += sum.calls;
+    }
+  }
+  double all_calls = 0, all_timed = 0;
+  for (const auto& [k, pc] : cells_all) all_calls += static_cast<double>(pc.counters.calls);
+  for (const auto& [cell, sum] : cell_sums) all_timed += static_cast<double>(sum.calls);
+  we.sampled = all_calls > 0 ? std::min(1.0, all_timed / all_calls) : 1.0;
+  we.n_clusters = clusters.size();
+  const double sampled = we.sampled;
+  const size_t n_clusters = we.n_clusters;
+  const double cluster_factor = n_clusters > 1 ? (1 - sampled) * static_cast<double>(n_clusters) / static_cast<double>(n_clusters - 1) : 0.0;
+  std::map<uint32_t, std::pair<double, double>> cell_am;  // cell -> (N_c / n_c, m_c)
+  for (const auto& [cell, sum] : cell_sums) {
+    const ClassKeyOp k{cell / kOpSlots, cell % kOpSlots};
+    const auto it = cells_all.find(k);
+    if (it == cells_all.end() || sum.calls == 0) continue;
+    cell_am[cell] = {static_cast<double>(it->second.counters.calls) / static_cast<double>(sum.calls),
+                     sum.ticks / static_cast<double>(sum.calls)};
+  }
+  double& total_err2 = we.total_err2;
+  ShareBounds& share_bounds = we.share_bounds;
+  std::vector<double>& class_err2 = we.class_err2;
+  class_err2.assign(n_class_slots, 0.0);
+  std::map<ClassKeyOp, double>& cell_err2 = we.cell_err2;
+  {
+    std::vector<double> z_class(n_class_slots, 0.0);
+    for (const auto& cluster : clusters) {
+      double z = 0;
+      for (const auto& [cell, sum] : cluster) {
+        const auto am = cell_am.find(cell);
+        if (am == cell_am.end()) continue;
+        const double zc = am->second.first * (sum.ticks - am->second.second * static_cast<double>(sum.calls));
+        z += zc;
+        z_class[cell / kOpSlots] += zc;
+        cell_err2[{cell / kOpSlots, cell % kOpSlots}] += 4 * cluster_factor * zc * zc;
+      }
+      total_err2 += 4 * cluster_factor * z * z;
+      for (const auto& [cell, sum] : cluster) {
+        double& zc = z_class[cell / kOpSlots];
+        if (zc != 0) {
+          class_err2[cell / kOpSlots] += 4 * cluster_factor * zc * zc;
+          zc = 0;
+        }
+      }
+    }
+  }
+  // Bounds of the waiting and fast shares (ratios of estimates over the same windows, linearized:
+  // z_w = (ΔX_w − s · ΔT_w) / T), on which the verdict's dominant cost rests.
+  {
+    double T = 0, W = 0, F = 0;
+    for (const auto& [cell, sum] : cell_sums) {
+      const auto am = cell_am.find(cell);
+      if (am == cell_am.end()) continue;
+      T += am->second.first * sum.ticks;
+      W += am->second.first * sum.wait;
+      F += am->second.first * sum.base;
+    }
+    if (T > 0 && n_clusters > 1) {
+      const double sw = W / T, sf = F / T;
+      double vw = 0, vf = 0;
+      for (const auto& cluster : clusters) {
+        double dt = 0, dw = 0, df = 0;
+        for (const auto& [cell, sum] : cluster) {
+          const auto am = cell_am.find(cell);
+          if (am == cell_am.end()) continue;
+          const auto& cs = cell_sums[cell];
+          const double a = am->second.first, n = static_cast<double>(sum.calls), nc = static_cast<double>(cs.calls);
+          dt += a * (sum.ticks - cs.ticks / nc * n);
+          dw += a * (sum.wait - cs.wait / nc * n);
+          df += a * (sum.base - cs.base / nc * n);
+        }
+        vw += std::pow((dw - sw * dt) / T, 2);
+        vf += std::pow((df - sf * dt) / T, 2);
+      }
+      share_bounds.wait = 2 * std::sqrt(cluster_factor * vw);
+      share_bounds.fast = 2 * std::sqrt(cluster_factor * vf);
+      share_bounds.known = true;
+    }
+  }
+  return we;
+}
+
 struct ThreadEst {
   double time = 0, err2 = 0;
   Fractions fractions;
@@ -1270,94 +1380,14 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   // The bound is 2 · sqrt(Var).  A cell without timed calls adds the spread of the neighbours it
   // borrowed its mean from; a cell with fewer than kMinTimedForBound timed calls, or a run with
   // fewer than kMinWindowsForBound windows, cannot bound anything: its bound is the estimate itself.
-  const auto& clusters = p2.clusters.clusters();
-  std::map<uint32_t, WindowClusters::Sum> cell_sums;
-  std::map<uint32_t, size_t> cell_clusters;  // cell -> clusters holding timed calls of it
-  for (const auto& cluster : clusters) {
-    for (const auto& [cell, sum] : cluster) {
-      cell_clusters[cell] += sum.calls > 0;
-      cell_sums[cell].ticks += sum.ticks;
-      cell_sums[cell].wait += sum.wait;
-      cell_sums[cell].base += sum.base;
-      cell_sums[cell].calls += sum.calls;
-    }
-  }
-  double all_calls = 0, all_timed = 0;
-  for (const auto& [k, pc] : cells_all) all_calls += static_cast<double>(pc.counters.calls);
-  for (const auto& [cell, sum] : cell_sums) all_timed += static_cast<double>(sum.calls);
-  const double sampled = all_calls > 0 ? std::min(1.0, all_timed / all_calls) : 1.0;
-  const size_t n_clusters = clusters.size();
-  const double cluster_factor = n_clusters > 1 ? (1 - sampled) * static_cast<double>(n_clusters) / static_cast<double>(n_clusters - 1) : 0.0;
-  std::map<uint32_t, std::pair<double, double>> cell_am;  // cell -> (N_c / n_c, m_c)
-  for (const auto& [cell, sum] : cell_sums) {
-    const ClassKeyOp k{cell / kOpSlots, cell % kOpSlots};
-    const auto it = cells_all.find(k);
-    if (it == cells_all.end() || sum.calls == 0) continue;
-    cell_am[cell] = {static_cast<double>(it->second.counters.calls) / static_cast<double>(sum.calls),
-                     sum.ticks / static_cast<double>(sum.calls)};
-  }
-  double total_err2 = 0;
-  struct {
-    double wait = 0, fast = 0;
-    bool known = false;
-  } share_bounds;
-  std::vector<double> class_err2(n_class_slots, 0.0);
-  std::map<ClassKeyOp, double> cell_err2;
-  {
-    std::vector<double> z_class(n_class_slots, 0.0);
-    for (const auto& cluster : clusters) {
-      double z = 0;
-      for (const auto& [cell, sum] : cluster) {
-        const auto am = cell_am.find(cell);
-        if (am == cell_am.end()) continue;
-        const double zc = am->second.first * (sum.ticks - am->second.second * static_cast<double>(sum.calls));
-        z += zc;
-        z_class[cell / kOpSlots] += zc;
-        cell_err2[{cell / kOpSlots, cell % kOpSlots}] += 4 * cluster_factor * zc * zc;
-      }
-      total_err2 += 4 * cluster_factor * z * z;
-      for (const auto& [cell, sum] : cluster) {
-        double& zc = z_class[cell / kOpSlots];
-        if (zc != 0) {
-          class_err2[cell / kOpSlots] += 4 * cluster_factor * zc * zc;
-          zc = 0;
-        }
-      }
-    }
-  }
-  // Bounds of the waiting and fast shares (ratios of estimates over the same windows, linearized:
-  // z_w = (ΔX_w − s · ΔT_w) / T), on which the verdict's dominant cost rests.
-  {
-    double T = 0, W = 0, F = 0;
-    for (const auto& [cell, sum] : cell_sums) {
-      const auto am = cell_am.find(cell);
-      if (am == cell_am.end()) continue;
-      T += am->second.first * sum.ticks;
-      W += am->second.first * sum.wait;
-      F += am->second.first * sum.base;
-    }
-    if (T > 0 && n_clusters > 1) {
-      const double sw = W / T, sf = F / T;
-      double vw = 0, vf = 0;
-      for (const auto& cluster : clusters) {
-        double dt = 0, dw = 0, df = 0;
-        for (const auto& [cell, sum] : cluster) {
-          const auto am = cell_am.find(cell);
-          if (am == cell_am.end()) continue;
-          const auto& cs = cell_sums[cell];
-          const double a = am->second.first, n = static_cast<double>(sum.calls), nc = static_cast<double>(cs.calls);
-          dt += a * (sum.ticks - cs.ticks / nc * n);
-          dw += a * (sum.wait - cs.wait / nc * n);
-          df += a * (sum.base - cs.base / nc * n);
-        }
-        vw += std::pow((dw - sw * dt) / T, 2);
-        vf += std::pow((df - sf * dt) / T, 2);
-      }
-      share_bounds.wait = 2 * std::sqrt(cluster_factor * vw);
-      share_bounds.fast = 2 * std::sqrt(cluster_factor * vf);
-      share_bounds.known = true;
-    }
-  }
+  WindowErrors we = window_errors(p2, cells_all, n_class_slots);
+  const double sampled = we.sampled;
+  const size_t n_clusters = we.n_clusters;
+  const std::map<uint32_t, size_t>& cell_clusters = we.cell_clusters;
+  double& total_err2 = we.total_err2;
+  const ShareBounds& share_bounds = we.share_bounds;
+  std::vector<double>& class_err2 = we.class_err2;
+  std::map<ClassKeyOp, double>& cell_err2 = we.cell_err2;
 
   // The bounds above are of the estimate before the lifetime cap: capped estimates scale them
   // down alike (as the threads' own bounds).
