@@ -25,4 +25,20 @@ bool take_option_value(std::string_view command, CommandArgs args, size_t& i, st
   return false;
 }
 
+std::optional<std::vector<std::string>> options_then_command(CommandArgs args,
+                                                             const std::function<void(size_t& i)>& option) {
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (is_help_flag(arg)) return std::nullopt;
+    if (arg.empty() || arg[0] != '-' || arg == "-") break;  // CMD
+    option(i);
+  }
+  return std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+}
+
 }  // namespace allocscope

@@ -70,16 +70,9 @@ std::vector<std::string> default_compare_allocators() { return {"glibc", "jemall
 std::optional<CompareOptions> parse_compare_options(CommandArgs args) {
   CompareOptions options;
   bool allocators_given = false, json = false, markdown = false;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
+  const auto command = options_then_command(args, [&](size_t& i) {
     const std::string& arg = args[i];
     std::string value;
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (is_help_flag(arg)) return std::nullopt;
-    if (arg.empty() || arg[0] != '-' || arg == "-") break;  // CMD
     if (take_option_value("compare", args, i, "--allocators", "", value)) {
       options.allocators = parse_allocator_list(value);
       allocators_given = true;
@@ -108,8 +101,9 @@ std::optional<CompareOptions> parse_compare_options(CommandArgs args) {
     } else {
       throw UsageError(fmt::format("compare: unknown option '{}'", arg));
     }
-  }
-  options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  });
+  if (!command) return std::nullopt;
+  options.command = *command;
   if (options.command.empty()) throw UsageError("compare: missing CMD");
   if (json && markdown) throw UsageError("compare: --json and --markdown exclude each other");
   if (!options.html.empty() && (json || markdown))

@@ -53,16 +53,9 @@ uint32_t parse_sample_rate(std::string_view command, std::string_view option, co
 
 std::optional<RecordOptions> parse_record_options(CommandArgs args) {
   RecordOptions options;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
+  const auto command = options_then_command(args, [&](size_t& i) {
     const std::string& arg = args[i];
     std::string value;
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (is_help_flag(arg)) return std::nullopt;
-    if (arg.empty() || arg[0] != '-' || arg == "-") break;  // CMD
     if (take_option_value("record", args, i, "--output", "-o", value)) {
       if (value.empty()) throw UsageError("record: -o needs a file name");
       options.output = value;
@@ -83,8 +76,9 @@ std::optional<RecordOptions> parse_record_options(CommandArgs args) {
     } else {
       throw UsageError(fmt::format("record: unknown option '{}'", arg));
     }
-  }
-  options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  });
+  if (!command) return std::nullopt;
+  options.command = *command;
   if (options.command.empty()) throw UsageError("record: missing CMD");
   if (options.force && !options.output) throw UsageError("record: --force goes with -o FILE");
   return options;

@@ -871,6 +871,189 @@ std::vector<std::map<ClassKeyOp, ThreadCell>> thread_class_cells(const Profile& 
   return cells;
 }
 
+// Pooled cells: the process-wide estimate of each (class, op), from every thread's cells and its
+// timed calls (p2).
+std::map<ClassKeyOp, PooledCell> pooled_cells(const std::vector<std::map<ClassKeyOp, ThreadCell>>& cells,
+                                              const Pass2& p2, const Model& model) {
+  const size_t n_threads = cells.size();
+  std::map<ClassKeyOp, PooledCell> cells_all;
+  std::array<Counters, kOpSlots> op_counters{};
+  for (size_t ti = 0; ti < n_threads; ++ti) {
+    for (const auto& [k, tc] : cells[ti]) {
+      PooledCell& pc = cells_all[k];
+      pc.counters.add(tc.counters);
+      for (const auto& [bin, count] : tc.latency) pc.latency[bin] += count;
+      op_counters[k.op].add(tc.counters);
+      const size_t ai = k.cls * kOpSlots + k.op;
+      const ThreadAcc& acc = p2.threads[ti];
+      if (ai < acc.rows.size()) pc.acc.add(acc.rows[ai]);
+    }
+  }
+  std::array<RowAcc, kOpSlots> op_acc{};
+  for (const auto& [k, pc] : cells_all) op_acc[k.op].add(pc.acc);
+  auto mean_of = [&](const Counters& c) { return std::max(0.0, static_cast<double>(c.timed_ticks) / static_cast<double>(c.timed) - model.overhead); };
+  // A cell without timed calls takes the mean of the nearest classes by size that have timed
+  // calls of the same operation (the one below and the one above: their midpoint), and the
+  // operation's mean only when it has none (and for calls of no known size).  The operation's
+  // mean leans to where the timing windows fell: a program whose sizes come in runs, in step
+  // with the windows, has whole classes the windows always miss next to slow ones they always
+  // catch, and would lend the slow ones' cost to every class missed.  Such a cell's error bound
+  // spans both neighbours' means: the estimate says it does not know where in between it is.
+  std::array<std::vector<std::pair<uint32_t, double>>, kOpSlots> timed_means;  // by class, ascending
+  for (const auto& [k, pc] : cells_all) {
+    if (pc.counters.timed > 0 && k.cls != kNoClass && k.op < kOpSlots)
+      timed_means[k.op].emplace_back(k.cls, mean_of(pc.counters));
+  }
+  // (low, high) of the nearest timed classes' means, or nothing.
+  auto neighbours = [&](const ClassKeyOp& k) -> std::optional<std::pair<double, double>> {
+    if (k.cls == kNoClass || k.op >= kOpSlots) return std::nullopt;
+    const auto& v = timed_means[k.op];
+    const auto above = std::lower_bound(v.begin(), v.end(), std::make_pair(k.cls, 0.0),
+                                        [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::optional<std::pair<double, double>> r;
+    if (above != v.end()) r = std::make_pair(above->second, above->second);
+    if (above != v.begin()) {
+      const double m = std::prev(above)->second;
+      r = r ? std::make_pair(std::min(r->first, m), std::max(r->second, m)) : std::make_pair(m, m);
+    }
+    return r;
+  };
+  Counters all_ops;
+  for (const Counters& c : op_counters) all_ops.add(c);
+  for (auto& [k, pc] : cells_all) {
+    const Counters& c = pc.counters;
+    std::optional<double> untimed_se2;
+    if (c.timed > 0) {
+      pc.mean = mean_of(c);
+    } else if (const auto near = neighbours(k)) {
+      pc.mean = (near->first + near->second) / 2;
+      const double half = (near->second - near->first) / 2;  // 2·SE = half the spread
+      untimed_se2 = half * half / 4;
+    } else if (op_counters[k.op].timed > 0) {
+      pc.mean = mean_of(op_counters[k.op]);
+    } else if (all_ops.timed > 0) {
+      // No call of the operation was timed anywhere: the mean of every timed call stands in (its
+      // bound is the whole estimate, below), rather than a time of 0 that would look exact.
+      pc.mean = mean_of(all_ops);
+    }
+    const Moments m = histogram_moments(pc.latency, c.max_ticks, model.overhead);
+    pc.var = m.var;
+    pc.se2 = untimed_se2 ? *untimed_se2 : sampling_variance(m.var, c.timed, c.calls);
+    pc.fractions = fractions_of(pc.acc.n ? pc.acc : op_acc[k.op]);
+  }
+  return cells_all;
+}
+
+// Error bounds over the timing windows (docs/analysis.md, "Error bounds"), before the lifetime
+// cap: of the total, of each class and cell, and of the waiting and fast shares.
+struct ShareBounds {
+  double wait = 0, fast = 0;
+  bool known = false;
+};
+
+struct WindowErrors {
+  double sampled = 1;      // timed calls / calls
+  size_t n_clusters = 0;   // timing windows, or clusters of them
+  std::map<uint32_t, size_t> cell_clusters;  // cell -> clusters holding timed calls of it
+  double total_err2 = 0;
+  ShareBounds share_bounds;
+  std::vector<double> class_err2;  // per class slot
+  std::map<ClassKeyOp, double> cell_err2;
+};
+
+WindowErrors window_errors(const Pass2& p2, const std::map<ClassKeyOp, PooledCell>& cells_all, size_t n_class_slots) {
+  WindowErrors we;
+  const auto& clusters = p2.clusters.clusters();
+  std::map<uint32_t, WindowClusters::Sum> cell_sums;
+  std::map<uint32_t, size_t>& cell_clusters = we.cell_clusters;  // cell -> clusters holding timed calls of it
+  for (const auto& cluster : clusters) {
+    for (const auto& [cell, sum] : cluster) {
+      cell_clusters[cell] += sum.calls > 0;
+      cell_sums[cell].ticks += sum.ticks;
+      cell_sums[cell].wait += sum.wait;
+      cell_sums[cell].base += sum.base;
+      cell_sums[cell].calls += sum.calls;
+    }
+  }
+  double all_calls = 0, all_timed = 0;
+  for (const auto& [k, pc] : cells_all) all_calls += static_cast<double>(pc.counters.calls);
+  for (const auto& [cell, sum] : cell_sums) all_timed += static_cast<double>(sum.calls);
+  we.sampled = all_calls > 0 ? std::min(1.0, all_timed / all_calls) : 1.0;
+  we.n_clusters = clusters.size();
+  const double sampled = we.sampled;
+  const size_t n_clusters = we.n_clusters;
+  const double cluster_factor = n_clusters > 1 ? (1 - sampled) * static_cast<double>(n_clusters) / static_cast<double>(n_clusters - 1) : 0.0;
+  std::map<uint32_t, std::pair<double, double>> cell_am;  // cell -> (N_c / n_c, m_c)
+  for (const auto& [cell, sum] : cell_sums) {
+    const ClassKeyOp k{cell / kOpSlots, cell % kOpSlots};
+    const auto it = cells_all.find(k);
+    if (it == cells_all.end() || sum.calls == 0) continue;
+    cell_am[cell] = {static_cast<double>(it->second.counters.calls) / static_cast<double>(sum.calls),
+                     sum.ticks / static_cast<double>(sum.calls)};
+  }
+  double& total_err2 = we.total_err2;
+  ShareBounds& share_bounds = we.share_bounds;
+  std::vector<double>& class_err2 = we.class_err2;
+  class_err2.assign(n_class_slots, 0.0);
+  std::map<ClassKeyOp, double>& cell_err2 = we.cell_err2;
+  {
+    std::vector<double> z_class(n_class_slots, 0.0);
+    for (const auto& cluster : clusters) {
+      double z = 0;
+      for (const auto& [cell, sum] : cluster) {
+        const auto am = cell_am.find(cell);
+        if (am == cell_am.end()) continue;
+        const double zc = am->second.first * (sum.ticks - am->second.second * static_cast<double>(sum.calls));
+        z += zc;
+        z_class[cell / kOpSlots] += zc;
+        cell_err2[{cell / kOpSlots, cell % kOpSlots}] += 4 * cluster_factor * zc * zc;
+      }
+      total_err2 += 4 * cluster_factor * z * z;
+      for (const auto& [cell, sum] : cluster) {
+        double& zc = z_class[cell / kOpSlots];
+        if (zc != 0) {
+          class_err2[cell / kOpSlots] += 4 * cluster_factor * zc * zc;
+          zc = 0;
+        }
+      }
+    }
+  }
+  // Bounds of the waiting and fast shares (ratios of estimates over the same windows, linearized:
+  // z_w = (ΔX_w − s · ΔT_w) / T), on which the verdict's dominant cost rests.
+  {
+    double T = 0, W = 0, F = 0;
+    for (const auto& [cell, sum] : cell_sums) {
+      const auto am = cell_am.find(cell);
+      if (am == cell_am.end()) continue;
+      T += am->second.first * sum.ticks;
+      W += am->second.first * sum.wait;
+      F += am->second.first * sum.base;
+    }
+    if (T > 0 && n_clusters > 1) {
+      const double sw = W / T, sf = F / T;
+      double vw = 0, vf = 0;
+      for (const auto& cluster : clusters) {
+        double dt = 0, dw = 0, df = 0;
+        for (const auto& [cell, sum] : cluster) {
+          const auto am = cell_am.find(cell);
+          if (am == cell_am.end()) continue;
+          const auto& cs = cell_sums[cell];
+          const double a = am->second.first, n = static_cast<double>(sum.calls), nc = static_cast<double>(cs.calls);
+          dt += a * (sum.ticks - cs.ticks / nc * n);
+          dw += a * (sum.wait - cs.wait / nc * n);
+          df += a * (sum.base - cs.base / nc * n);
+        }
+        vw += std::pow((dw - sw * dt) / T, 2);
+        vf += std::pow((df - sf * dt) / T, 2);
+      }
+      share_bounds.wait = 2 * std::sqrt(cluster_factor * vw);
+      share_bounds.fast = 2 * std::sqrt(cluster_factor * vf);
+      share_bounds.known = true;
+    }
+  }
+  return we;
+}
+
 struct ThreadEst {
   double time = 0, err2 = 0;
   Fractions fractions;
@@ -1001,72 +1184,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   std::vector<const CellMap*> thread_cells(n_threads);
   for (size_t ti = 0; ti < n_threads; ++ti) thread_cells[ti] = &profile.threads[ti].cells;
 
-  // Pooled cells: the process-wide estimate of each (class, op).
-  std::map<ClassKeyOp, PooledCell> cells_all;
-  std::array<Counters, kOpSlots> op_counters{};
-  for (size_t ti = 0; ti < n_threads; ++ti) {
-    for (const auto& [k, tc] : cells[ti]) {
-      PooledCell& pc = cells_all[k];
-      pc.counters.add(tc.counters);
-      for (const auto& [bin, count] : tc.latency) pc.latency[bin] += count;
-      op_counters[k.op].add(tc.counters);
-      const size_t ai = k.cls * kOpSlots + k.op;
-      const ThreadAcc& acc = p2.threads[ti];
-      if (ai < acc.rows.size()) pc.acc.add(acc.rows[ai]);
-    }
-  }
-  std::array<RowAcc, kOpSlots> op_acc{};
-  for (const auto& [k, pc] : cells_all) op_acc[k.op].add(pc.acc);
-  auto mean_of = [&](const Counters& c) { return std::max(0.0, static_cast<double>(c.timed_ticks) / static_cast<double>(c.timed) - model.overhead); };
-  // A cell without timed calls takes the mean of the nearest classes by size that have timed
-  // calls of the same operation (the one below and the one above: their midpoint), and the
-  // operation's mean only when it has none (and for calls of no known size).  The operation's
-  // mean leans to where the timing windows fell: a program whose sizes come in runs, in step
-  // with the windows, has whole classes the windows always miss next to slow ones they always
-  // catch, and would lend the slow ones' cost to every class missed.  Such a cell's error bound
-  // spans both neighbours' means: the estimate says it does not know where in between it is.
-  std::array<std::vector<std::pair<uint32_t, double>>, kOpSlots> timed_means;  // by class, ascending
-  for (const auto& [k, pc] : cells_all) {
-    if (pc.counters.timed > 0 && k.cls != kNoClass && k.op < kOpSlots)
-      timed_means[k.op].emplace_back(k.cls, mean_of(pc.counters));
-  }
-  // (low, high) of the nearest timed classes' means, or nothing.
-  auto neighbours = [&](const ClassKeyOp& k) -> std::optional<std::pair<double, double>> {
-    if (k.cls == kNoClass || k.op >= kOpSlots) return std::nullopt;
-    const auto& v = timed_means[k.op];
-    const auto above = std::lower_bound(v.begin(), v.end(), std::make_pair(k.cls, 0.0),
-                                        [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::optional<std::pair<double, double>> r;
-    if (above != v.end()) r = std::make_pair(above->second, above->second);
-    if (above != v.begin()) {
-      const double m = std::prev(above)->second;
-      r = r ? std::make_pair(std::min(r->first, m), std::max(r->second, m)) : std::make_pair(m, m);
-    }
-    return r;
-  };
-  Counters all_ops;
-  for (const Counters& c : op_counters) all_ops.add(c);
-  for (auto& [k, pc] : cells_all) {
-    const Counters& c = pc.counters;
-    std::optional<double> untimed_se2;
-    if (c.timed > 0) {
-      pc.mean = mean_of(c);
-    } else if (const auto near = neighbours(k)) {
-      pc.mean = (near->first + near->second) / 2;
-      const double half = (near->second - near->first) / 2;  // 2·SE = half the spread
-      untimed_se2 = half * half / 4;
-    } else if (op_counters[k.op].timed > 0) {
-      pc.mean = mean_of(op_counters[k.op]);
-    } else if (all_ops.timed > 0) {
-      // No call of the operation was timed anywhere: the mean of every timed call stands in (its
-      // bound is the whole estimate, below), rather than a time of 0 that would look exact.
-      pc.mean = mean_of(all_ops);
-    }
-    const Moments m = histogram_moments(pc.latency, c.max_ticks, model.overhead);
-    pc.var = m.var;
-    pc.se2 = untimed_se2 ? *untimed_se2 : sampling_variance(m.var, c.timed, c.calls);
-    pc.fractions = fractions_of(pc.acc.n ? pc.acc : op_acc[k.op]);
-  }
+  const std::map<ClassKeyOp, PooledCell> cells_all = pooled_cells(cells, p2, model);
 
   const std::vector<std::map<ClassKeyOp, ThreadEst>> est = thread_estimates(cells, cells_all, p2, model);
 
@@ -1300,94 +1418,14 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   // The bound is 2 · sqrt(Var).  A cell without timed calls adds the spread of the neighbours it
   // borrowed its mean from; a cell with fewer than kMinTimedForBound timed calls, or a run with
   // fewer than kMinWindowsForBound windows, cannot bound anything: its bound is the estimate itself.
-  const auto& clusters = p2.clusters.clusters();
-  std::map<uint32_t, WindowClusters::Sum> cell_sums;
-  std::map<uint32_t, size_t> cell_clusters;  // cell -> clusters holding timed calls of it
-  for (const auto& cluster : clusters) {
-    for (const auto& [cell, sum] : cluster) {
-      cell_clusters[cell] += sum.calls > 0;
-      cell_sums[cell].ticks += sum.ticks;
-      cell_sums[cell].wait += sum.wait;
-      cell_sums[cell].base += sum.base;
-      cell_sums[cell].calls += sum.calls;
-    }
-  }
-  double all_calls = 0, all_timed = 0;
-  for (const auto& [k, pc] : cells_all) all_calls += static_cast<double>(pc.counters.calls);
-  for (const auto& [cell, sum] : cell_sums) all_timed += static_cast<double>(sum.calls);
-  const double sampled = all_calls > 0 ? std::min(1.0, all_timed / all_calls) : 1.0;
-  const size_t n_clusters = clusters.size();
-  const double cluster_factor = n_clusters > 1 ? (1 - sampled) * static_cast<double>(n_clusters) / static_cast<double>(n_clusters - 1) : 0.0;
-  std::map<uint32_t, std::pair<double, double>> cell_am;  // cell -> (N_c / n_c, m_c)
-  for (const auto& [cell, sum] : cell_sums) {
-    const ClassKeyOp k{cell / kOpSlots, cell % kOpSlots};
-    const auto it = cells_all.find(k);
-    if (it == cells_all.end() || sum.calls == 0) continue;
-    cell_am[cell] = {static_cast<double>(it->second.counters.calls) / static_cast<double>(sum.calls),
-                     sum.ticks / static_cast<double>(sum.calls)};
-  }
-  double total_err2 = 0;
-  struct {
-    double wait = 0, fast = 0;
-    bool known = false;
-  } share_bounds;
-  std::vector<double> class_err2(n_class_slots, 0.0);
-  std::map<ClassKeyOp, double> cell_err2;
-  {
-    std::vector<double> z_class(n_class_slots, 0.0);
-    for (const auto& cluster : clusters) {
-      double z = 0;
-      for (const auto& [cell, sum] : cluster) {
-        const auto am = cell_am.find(cell);
-        if (am == cell_am.end()) continue;
-        const double zc = am->second.first * (sum.ticks - am->second.second * static_cast<double>(sum.calls));
-        z += zc;
-        z_class[cell / kOpSlots] += zc;
-        cell_err2[{cell / kOpSlots, cell % kOpSlots}] += 4 * cluster_factor * zc * zc;
-      }
-      total_err2 += 4 * cluster_factor * z * z;
-      for (const auto& [cell, sum] : cluster) {
-        double& zc = z_class[cell / kOpSlots];
-        if (zc != 0) {
-          class_err2[cell / kOpSlots] += 4 * cluster_factor * zc * zc;
-          zc = 0;
-        }
-      }
-    }
-  }
-  // Bounds of the waiting and fast shares (ratios of estimates over the same windows, linearized:
-  // z_w = (ΔX_w − s · ΔT_w) / T), on which the verdict's dominant cost rests.
-  {
-    double T = 0, W = 0, F = 0;
-    for (const auto& [cell, sum] : cell_sums) {
-      const auto am = cell_am.find(cell);
-      if (am == cell_am.end()) continue;
-      T += am->second.first * sum.ticks;
-      W += am->second.first * sum.wait;
-      F += am->second.first * sum.base;
-    }
-    if (T > 0 && n_clusters > 1) {
-      const double sw = W / T, sf = F / T;
-      double vw = 0, vf = 0;
-      for (const auto& cluster : clusters) {
-        double dt = 0, dw = 0, df = 0;
-        for (const auto& [cell, sum] : cluster) {
-          const auto am = cell_am.find(cell);
-          if (am == cell_am.end()) continue;
-          const auto& cs = cell_sums[cell];
-          const double a = am->second.first, n = static_cast<double>(sum.calls), nc = static_cast<double>(cs.calls);
-          dt += a * (sum.ticks - cs.ticks / nc * n);
-          dw += a * (sum.wait - cs.wait / nc * n);
-          df += a * (sum.base - cs.base / nc * n);
-        }
-        vw += std::pow((dw - sw * dt) / T, 2);
-        vf += std::pow((df - sf * dt) / T, 2);
-      }
-      share_bounds.wait = 2 * std::sqrt(cluster_factor * vw);
-      share_bounds.fast = 2 * std::sqrt(cluster_factor * vf);
-      share_bounds.known = true;
-    }
-  }
+  WindowErrors we = window_errors(p2, cells_all, n_class_slots);
+  const double sampled = we.sampled;
+  const size_t n_clusters = we.n_clusters;
+  const std::map<uint32_t, size_t>& cell_clusters = we.cell_clusters;
+  double& total_err2 = we.total_err2;
+  const ShareBounds& share_bounds = we.share_bounds;
+  std::vector<double>& class_err2 = we.class_err2;
+  std::map<ClassKeyOp, double>& cell_err2 = we.cell_err2;
 
   // The bounds above are of the estimate before the lifetime cap: capped estimates scale them
   // down alike (as the threads' own bounds).
