@@ -103,11 +103,19 @@ double block_threshold_ticks(const std::optional<format::Calibration>& cal, doub
   return static_cast<double>(cal->futex_wait_ticks + cal->futex_wake_ticks + 2 * cal->syscall_ticks);
 }
 
-// Off-CPU time of a rusage-sampled call that blocked, in ticks; 0 when it did not block.
-double blocked_wait_ticks(const format::Event& e, double duration, double ticks_per_us) {
-  if (!(e.flags & format::kEvRusage) || e.nvcsw == 0) return 0;
-  const double cpu = static_cast<double>(e.cpu_us) * ticks_per_us;
-  return std::clamp(duration - cpu, 0.0, duration);
+// The wait of a call whose context switches are known, in ticks (null: not known).  One that did
+// not sleep (no voluntary switch) waited 0.  One of the rusage probe's that slept waited its
+// off-CPU time; a slow one whose switches the shim read (kEvSwitches, no CPU time) waited beyond
+// its uncontended cost `base` and the cost of blocking itself `block`.
+std::optional<double> known_wait(const format::Event& e, double duration, double base, double ticks_per_us,
+                                 double block) {
+  if (!(e.flags & (format::kEvRusage | format::kEvSwitches))) return std::nullopt;
+  if (e.nvcsw == 0) return 0.0;
+  if (e.flags & format::kEvRusage) {
+    const double cpu = static_cast<double>(e.cpu_us) * ticks_per_us;
+    return std::clamp(duration - cpu, 0.0, duration);
+  }
+  return std::max(0.0, duration - base - block);
 }
 
 // ---- the model's parameters, learned in pass 1 ----
@@ -511,26 +519,15 @@ Profile pass1(const std::filesystem::path& path, const SweepConfig& sweep_config
       // Alone: no other thread inside at any moment of the call.  A call that merely started
       // alone may still pay for a thread arriving meanwhile (a futex wake on unlock).
       if (it.inside == 0 && it.contended_ticks == 0) p1.alone[c].add(e.duration_ticks);
-      if (e.flags & format::kEvRusage) {
+      // A call whose switches are known (the rusage probe's, or a slow one's) is evidence for its
+      // latency bin: the calls of that bin without any then wait as these did.
+      const double d = static_cast<double>(e.duration_ticks);
+      if (const std::optional<double> wait = known_wait(e, d, 0, ticks_per_us0, block_ticks0)) {
         EvidenceBin& bin = p1.evidence[latency_bin_of(e.duration_ticks)];
-        const double d = static_cast<double>(e.duration_ticks);
         ++bin.samples;
         bin.ticks += d;
-        if (e.nvcsw > 0) {
-          ++bin.blocked;
-          bin.wait_ticks += blocked_wait_ticks(e, d, ticks_per_us0);
-        }
-      } else if (e.flags & format::kEvSwitches) {
-        // A slow call whose switches were read is evidence for its latency bin too (pass 2 splits
-        // it by its own switches): the calls of that bin without any then wait as these did.
-        EvidenceBin& bin = p1.evidence[latency_bin_of(e.duration_ticks)];
-        const double d = static_cast<double>(e.duration_ticks);
-        ++bin.samples;
-        bin.ticks += d;
-        if (e.nvcsw > 0) {
-          ++bin.blocked;
-          bin.wait_ticks += std::max(0.0, d - block_ticks0);
-        }
+        bin.blocked += e.nvcsw > 0;
+        bin.wait_ticks += *wait;
       }
     }
   });
@@ -615,12 +612,8 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
       const double d = raw > model.overhead ? raw - model.overhead : 0.0;
       const double base = model.baseline[cell_index(e.op, e.bucket)];
       double wait;
-      if (e.flags & format::kEvRusage) {
-        wait = blocked_wait_ticks(e, d, model.ticks_per_us);
-      } else if (e.flags & format::kEvSwitches) {
-        // A slow call whose switches are known: one that slept waited beyond its uncontended
-        // cost and the cost of blocking itself; one that did not sleep did not wait off the CPU.
-        wait = e.nvcsw > 0 ? std::max(0.0, d - base - model.block_threshold) : 0.0;
+      if (const std::optional<double> known = known_wait(e, d, base, model.ticks_per_us, model.block_threshold)) {
+        wait = *known;
       } else {
         const unsigned bin = latency_bin_of(e.duration_ticks);
         const double share = model.wait_share[bin];

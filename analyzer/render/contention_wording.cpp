@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 namespace allocscope {
 namespace {
 
@@ -65,26 +67,20 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  "than one made alone in the same size class, ties counted half (0.5: meeting another "
                                  "thread changes nothing; towards 1: calls wait for each other); bounds {:.2f}–{:.2f}",
                                  a.slower.low(), a.slower.high())});
-    if (a.by_allocating.value) {
-      items.push_back({"met_slower_allocating", *a.by_allocating.value,
-                       fmt::format("the same for the calls that met another thread inside an allocating call ({} calls); "
-                                   "bounds {:.2f}–{:.2f}",
-                                   a.by_allocating.met, a.by_allocating.low(), a.by_allocating.high())});
-    }
-    if (a.by_running.value) {
-      items.push_back({"met_slower_running", *a.by_running.value,
-                       fmt::format("the same for the calls that met another thread running through its call (one "
-                                   "shorter than 10 µs: not preempted or asleep inside it, as a lock's holder runs) "
-                                   "({} calls); bounds {:.2f}–{:.2f}",
-                                   a.by_running.met, a.by_running.low(), a.by_running.high())});
-    }
-    if (a.apart.value) {
-      items.push_back({"met_slower_sizes_apart", *a.apart.value,
-                       fmt::format("the same for the calls whose other threads inside all asked for sizes at least "
-                                   "twice larger or smaller (a lock per size class leaves them as fast as calls made "
-                                   "alone) ({} calls); bounds {:.2f}–{:.2f}",
-                                   a.apart.met, a.apart.low(), a.apart.high())});
-    }
+    // The same measure over some of the met calls: "the same for the calls <which> (N calls); bounds …"
+    auto same_for = [&](const char* kind, const SlowerMeasure& m, std::string_view which) {
+      if (!m.value) return;
+      items.push_back({kind, *m.value,
+                       fmt::format("the same for the calls {} ({} calls); bounds {:.2f}–{:.2f}", which, m.met, m.low(),
+                                   m.high())});
+    };
+    same_for("met_slower_allocating", a.by_allocating, "that met another thread inside an allocating call");
+    same_for("met_slower_running", a.by_running,
+             "that met another thread running through its call (one shorter than 10 µs: not preempted or asleep "
+             "inside it, as a lock's holder runs)");
+    same_for("met_slower_sizes_apart", a.apart,
+             "whose other threads inside all asked for sizes at least twice larger or smaller (a lock per size "
+             "class leaves them as fast as calls made alone)");
     items.push_back({"classes_excluded", a.contended_share,
                      "share of those calls in size classes where calls clearly wait for each other"});
     items.push_back({"classes_parallel", a.uncontended_share,
