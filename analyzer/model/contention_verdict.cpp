@@ -27,6 +27,10 @@ constexpr double kSleepingShare = 0.05;      // … and their share, before "non
 constexpr uint64_t kMinMet = 50;             // met calls for a measure
 constexpr uint64_t kMinSlept = 5;            // slow calls that slept inside the allocator, …
 constexpr double kSleptShare = 0.05;         // … and their share of the slow calls whose switches are known
+constexpr uint64_t kMinApartSleeps = 10;     // sleep pairs of sizes twice apart before they say one lock, …
+constexpr double kApartOfMet = 0.5;          // … as often, within 2σ, as this share of met_apart_share, …
+constexpr double kJoinedShare = 0.9;         // … joining sizes that carry at least this share of the calls, …
+constexpr uint64_t kMinThreadSleeps = 2;     // … and at least this many allocating calls asleep in every busy thread
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -153,6 +157,25 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   const SlowerMeasure& b = a.by_allocating;
   const SlowerMeasure& r = a.by_running;
   const CoincidenceMeasure& q = in.ends;
+  const bool sleeps_inside = in.slow_slept >= kMinSlept &&
+                             static_cast<double>(in.slow_slept) >= kSleptShare * static_cast<double>(in.slow_switched);
+  // Calls that slept behind a call of a size twice apart, the only other thread inside: the lock
+  // they waited for serves both sizes.  Joined, such pairs span most sizes, and every thread's
+  // allocations slept too: one lock serves them all (sleep_pairs.h).  A lock per class never pairs
+  // sizes twice apart; a lock that one thread's frees share with another's allocations leaves the
+  // freeing thread's allocations awake.
+  const SleepPairsMeasure& p = in.sleep_pairs;
+  const bool turns_within_classes = q.value && q.high() < kTurnsBelow && in.ends_across.value &&
+                                    in.ends_across.low() > kTurnsBelow;
+  const double apart_share = p.pairs ? static_cast<double>(p.apart) / static_cast<double>(p.pairs) : 0;
+  const double apart_low = apart_share - 2 * std::sqrt(apart_share * (1 - apart_share) / std::max<double>(1, p.pairs));
+  if (sleeps_inside && !turns_within_classes && p.apart >= kMinApartSleeps && apart_low >= kApartOfMet * p.met_apart_share &&
+      p.joined_share >= kJoinedShare && p.threads_joined && p.min_thread_slept_allocating >= kMinThreadSleeps) {
+    const double by_pairs = static_cast<double>(p.apart - kMinApartSleeps) / static_cast<double>(kMinApartSleeps);
+    const double by_share = (p.joined_share - kJoinedShare) / (1 - kJoinedShare);
+    set(ContentionKind::GlobalLock, ContentionReason::SleepsAcrossSizes, 0.5 + 0.5 * std::min(1.0, std::min(by_pairs, by_share)));
+    return v;
+  }
   if (!s.value && !q.value) {
     set(ContentionKind::Unsure, ContentionReason::TooFewMet, 0);
     return v;
@@ -190,8 +213,6 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   // as much beside sizes twice apart (0.59-0.62) with as many sleeping calls (11-38 %) as musl's
   // and a global mutex's runs; and a lock shared by a producer and its consumer (glibc's arena
   // under cross-thread frees) is one lock for two threads.  So it is said, and left unsure.
-  const bool sleeps_inside = in.slow_slept >= kMinSlept &&
-                             static_cast<double>(in.slow_slept) >= kSleptShare * static_cast<double>(in.slow_switched);
   if (slower) {
     const SlowerMeasure& x = a.apart;
     if (sleeps_inside && x.value && x.low() > kCorroborateAbove && a.uncontended_share < kSleepLockParallelBelow) {

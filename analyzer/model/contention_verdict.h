@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "model/completion_coincidence.h"
+#include "model/sleep_pairs.h"
 #include "util/fine_histogram.h"
 
 namespace allocscope {
@@ -107,6 +108,7 @@ enum class ContentionReason : uint8_t {
   MixedClasses,       // the measure says exclusion, but some classes clearly run side by side
   Disturbed,          // met calls were faster than alone ones: the reference is disturbed
   Sleeping,           // the measure says no exclusion, but sampled calls slept in the kernel
+  SleepsAcrossSizes,  // calls slept behind calls of sizes twice apart, joining most sizes and every thread: one lock
   SleepWhenMet,       // met calls are slower, also beside sizes twice apart, and slow calls sleep inside: a sleeping
                       // lock, one for all classes or one per class (unsure)
 };
@@ -122,6 +124,7 @@ struct ContentionInputs {
   // the probe's); of them, those that slept (a voluntary switch) and those only preempted.
   uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;
   bool switches_recorded = false;         // every slow timed call's switches were read (format.h kModeSwitches)
+  SleepPairsMeasure sleep_pairs;          // whom the calls that slept waited behind (sleep_pairs.h)
   uint32_t cpus = 0;                      // CPUs the process may run on (0: not recorded)
   uint32_t max_live_threads = 0;
   double wall_seconds = 0;

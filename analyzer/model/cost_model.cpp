@@ -23,6 +23,7 @@
 #include "model/timeline.h"
 #include "profile/trace_decode.h"
 #include "util/units.h"
+#include "model/sleep_pairs.h"
 #include "model/window_sweep.h"
 
 namespace allocscope {
@@ -354,6 +355,7 @@ struct Pass2 {
   ExclusionTally exclusion;    // timed durations by class, met or alone at their start
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;
   uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;  // slow calls with known switches
+  SleepPairsMeasure sleep_pairs;  // whom the calls that slept waited behind (sleep_pairs.h)
   SweepTotals sweep;
 };
 
@@ -595,11 +597,22 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
   uint64_t excluded_until = 0;
   std::vector<double> waits;
   std::vector<CallEnd> ends;
+  std::vector<ThreadSpan> span_of_serial(thread_of_serial.size());
+  uint64_t all_calls = 0;
+  for (const ThreadProfile& t : profile.threads) all_calls += t.total().calls;
+  for (const ThreadProfile& t : profile.threads) {
+    const uint64_t calls = t.total().calls;
+    span_of_serial[t.serial] = ThreadSpan{t.first_tick, t.last_tick,
+                                          calls > 0 && static_cast<double>(calls) >= kBusyThreadShare * static_cast<double>(all_calls)};
+  }
+  SleepPairTally sleep_pairs(std::move(span_of_serial));
+  std::vector<uint8_t> slept;
   WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
     timeline.add_window(info);
     ends.clear();
     if (!info.late) p2.clusters.begin_window();
     waits.assign(items.size(), 0.0);
+    slept.assign(items.size(), 0);
     bool preempted = false;
     double window_progress = 0;
     for (size_t i = 0; i < items.size(); ++i) {
@@ -652,6 +665,7 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
         ++p2.slow_switched;
         p2.slow_slept += e.nvcsw > 0;
         p2.slow_preempted += e.nvcsw == 0 && e.nivcsw > 0;
+        slept[i] = e.nvcsw > 0;
       }
       if (it.inside >= 0) {
         ends.push_back(CallEnd{e.start_tick + e.duration_ticks, it.thread,
@@ -680,6 +694,7 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
         window_progress += rate * static_cast<double>(it.contended_ticks);
       }
     }
+    if (!info.late) sleep_pairs.add_window(items, slept, info.start + sweep_config.trim);
     if (info.late || info.contended_ticks == 0) return;
     if (!info.late) coincidence.add_window(ends, info.start + sweep_config.trim, info.start + sweep_config.window_len);
     if (preempted || info.start < excluded_until) {
@@ -700,6 +715,7 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
   (void)load_profile(path, load2);
   sweep2.finish();
   p2.sweep = sweep2.totals();
+  p2.sleep_pairs = sleep_pairs.measure();
 }
 
 // ---- contention and notes, from the estimate and the passes ----
@@ -753,6 +769,7 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   evidence.slow_switched = p2.slow_switched;
   evidence.slow_slept = p2.slow_slept;
   evidence.slow_preempted = p2.slow_preempted;
+  evidence.sleep_pairs = p2.sleep_pairs;
   evidence.switches_recorded =
       profile.calibration && (profile.calibration->mode_flags & format::kModeSwitches) != 0;
   if (profile.process) {

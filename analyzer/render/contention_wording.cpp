@@ -109,6 +109,20 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
     items.push_back({"slow_calls_preempted", static_cast<double>(in.slow_preempted) / slow,
                      "the share of them only preempted (an involuntary switch: the CPU was taken, not a lock)"});
   }
+  const SleepPairsMeasure& p = in.sleep_pairs;
+  if (p.pairs) {
+    items.push_back({"sleep_pairs", static_cast<double>(p.pairs),
+                     fmt::format("timed calls that slept inside the allocator while exactly one other thread was "
+                                 "inside, every thread accounted for (of {} that slept): the call each waited behind",
+                                 p.slept)});
+    items.push_back({"sleep_pairs_apart", static_cast<double>(p.apart) / static_cast<double>(p.pairs),
+                     fmt::format("the share of them ({}) whose two calls asked for sizes at least twice apart: one "
+                                 "lock serves both sizes (a lock per size class never pairs them); of all timed calls "
+                                 "that met exactly one other thread, {} did",
+                                 p.apart, pct(p.met_apart_share))});
+    items.push_back({"sizes_joined_by_sleeps", p.joined_share,
+                     "the share of the timed calls in the largest set of sizes (powers of two) those pairs join"});
+  }
   if (in.cpus) {
     items.push_back({"threads_per_cpu", static_cast<double>(in.max_live_threads) / in.cpus,
                      fmt::format("{} threads alive at most on {} CPUs{}", in.max_live_threads, in.cpus,
@@ -181,6 +195,13 @@ std::string contention_reason(const ContentionVerdict& v) {
       return fmt::format("calls that met another thread were not slower ({}), but {}: a lock may be at work that "
                          "the measure does not see",
                          measure_text(a), slept_text(in));
+    case ContentionReason::SleepsAcrossSizes:
+      return fmt::format("{} of {} calls that slept inside the allocator while one other thread was inside waited "
+                         "behind a call of a size at least twice larger or smaller; those waits join sizes that carry "
+                         "{} of the calls, and every thread's allocations slept ({} or more each): the lock they wait "
+                         "for serves every size",
+                         in.sleep_pairs.apart, in.sleep_pairs.pairs, pct(in.sleep_pairs.joined_share),
+                         in.sleep_pairs.min_thread_slept_allocating);
     case ContentionReason::SleepWhenMet:
       return fmt::format("calls that met another thread inside were slower than calls made alone ({}), also when "
                          "every other thread inside asked for a size at least twice larger or smaller ({}), and "

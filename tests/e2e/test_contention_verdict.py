@@ -19,6 +19,14 @@ LOCK_VERDICTS = ("global_lock", "unsure")
 KINDS = ("global_lock", "partial", "none", "unsure", "single_thread")
 
 
+def bench_program(name):
+    """A workload of bench/ (xthread, mixed), built beside the tests."""
+    path = os.path.join(BUILD, "bench", name)
+    if not os.path.exists(path):
+        raise unittest.SkipTest(f"bench/{name} was not built")
+    return path
+
+
 def test_allocator(name):
     path = os.path.join(ALLOCATORS_DIR, f"lib{name}_alloc.so")
     if not os.path.exists(path):
@@ -41,7 +49,8 @@ class CpuHog:
 
 class VerdictCase(E2ETestCase):
     def verdict(self, program, threads, iters, allocator=None, name="run.asp"):
-        run = self.record([target(program), str(threads), str(iters)], allocator=allocator, out=name)
+        path = bench_program(program) if program.startswith(("xthread-", "mixed-")) else target(program)
+        run = self.record([path, str(threads), str(iters)], allocator=allocator, out=name)
         self.assertEqual(run.rc, 0, run.stderr)
         proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -66,9 +75,13 @@ class VerdictCase(E2ETestCase):
             self.assertIn("cannot be told", j["verdict"]["text"])
         elif c["verdict"] == "global_lock":
             self.assertIn("one global lock", j["verdict"]["text"])
-            # Called a lock only when calls were seen taking turns (docs/analysis.md).
+            # Called a lock only when calls were seen taking turns, or sleeping behind calls of
+            # sizes twice apart that join most sizes (docs/analysis.md).
             kinds = {e["kind"]: e["value"] for e in c["evidence"]}
-            self.assertLess(kinds["ends_coincide"], 0.9, c)
+            if kinds.get("ends_coincide", 1) >= 0.9:
+                self.assertGreaterEqual(kinds.get("sizes_joined_by_sleeps", 0), 0.9, c)
+                self.assertGreater(kinds.get("sleep_pairs_apart", 0), 0, c)
+                self.assertIn("slept", c["reason"])
         elif c["verdict"] == "none":
             self.assertIn("do not wait for each other", j["verdict"]["text"])
             self.assertNotIn("global lock", j["verdict"]["text"])
@@ -122,6 +135,32 @@ class GlobalLocks(VerdictCase):
     def test_global_spin_lock_beside_a_cpu_hog(self):
         with CpuHog():
             self.assert_lock(self.verdict("harness-glibc", 2, 600_000, allocator=test_allocator("spinlock"))[0])
+
+
+class SleepsBehindOtherSizes(VerdictCase):
+    """Calls that sleep inside the allocator behind a call of a size twice apart (docs/analysis.md,
+    "Sleep pairs"): one lock serves both.  Two threads, where every moment can be accounted for;
+    the shapes that come closest — a lock per size class, with one class for 2 KiB and up, and
+    glibc's arena shared by a producer's allocations and its consumer's frees — must never be
+    called one global lock."""
+
+    def test_global_mutex_producer_consumer(self):
+        self.assert_lock(self.verdict("xthread-glibc", 2, 300_000, allocator=test_allocator("mutex"))[0])
+
+    def test_global_mutex_mixed_sizes(self):
+        self.assert_lock(self.verdict("mixed-glibc", 2, 1_500_000, allocator=test_allocator("mutex"))[0])
+
+    def test_musl_producer_consumer(self):
+        self.assert_lock(self.verdict("xthread-musl", 2, 600_000)[0])
+
+    def test_a_lock_per_size_class_producer_consumer(self):
+        self.assert_no_lock(self.verdict("xthread-glibc", 2, 700_000, allocator=test_allocator("classlock"))[0])
+
+    def test_a_lock_per_size_class_mixed_sizes(self):
+        self.assert_no_lock(self.verdict("mixed-glibc", 2, 1_400_000, allocator=test_allocator("classlock"))[0])
+
+    def test_glibc_arena_shared_by_producer_and_consumer(self):
+        self.assert_no_lock(self.verdict("xthread-glibc", 2, 500_000)[0])
 
 
 class SwitchesInsideSlowCalls(VerdictCase):

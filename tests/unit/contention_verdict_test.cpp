@@ -335,3 +335,87 @@ TEST(ContentionVerdict, TooFewMetCallsIsUnsure) {
 
 }  // namespace
 }  // namespace allocscope
+
+namespace allocscope {
+namespace {
+
+// A run whose slow calls sleep inside the allocator (30 of 100), with `p` as its sleep pairs, and
+// nothing else settled: met calls slower without turns.
+ContentionVerdict judge_sleep_pairs(const SleepPairsMeasure& p) {
+  ContentionInputs in = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  in.slow_switched = 100;
+  in.slow_slept = 30;
+  in.sleep_pairs = p;
+  return judge_contention(in);
+}
+
+// 40 pairs, 16 of sizes twice apart, where 40 % of all met calls were: one lock's picture.
+SleepPairsMeasure one_lock_pairs() {
+  SleepPairsMeasure p;
+  p.slept = 50;
+  p.pairs = 40;
+  p.apart = 16;
+  p.met_apart_share = 0.4;
+  p.joined_share = 0.97;
+  p.threads_joined = true;
+  p.min_thread_slept_allocating = 9;
+  return p;
+}
+
+TEST(ContentionVerdict, SleepsBehindCallsOfEverySizeAreOneLock) {
+  const ContentionVerdict v = judge_sleep_pairs(one_lock_pairs());
+  EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(v.reason, ContentionReason::SleepsAcrossSizes);
+  EXPECT_GT(v.confidence, 0.5);
+  EXPECT_NE(contention_reason(v).find("16 of 40 calls that slept"), std::string::npos);
+  EXPECT_NE(contention_sentence(v).find("one global lock"), std::string::npos);
+  bool shown = false;
+  for (const EvidenceItem& e : contention_evidence(v)) shown = shown || (e.kind == "sleep_pairs_apart" && e.value == 0.4);
+  EXPECT_TRUE(shown);
+}
+
+TEST(ContentionVerdict, SleepPairsThatJoinFewSizesAreNotOneLock) {
+  // A lock per class with one wide class (2 KiB and up in one): pairs apart inside it only.
+  SleepPairsMeasure p = one_lock_pairs();
+  p.joined_share = 0.36;
+  EXPECT_EQ(judge_sleep_pairs(p).kind, ContentionKind::Unsure);
+}
+
+TEST(ContentionVerdict, SleepPairsApartNoMoreOftenThanNoiseAreNotOneLock) {
+  // A lock per class: a few sleepers' neighbours had just moved on to a far size (7 %), where
+  // 60 % of all met calls were beside a far size.
+  SleepPairsMeasure p = one_lock_pairs();
+  p.pairs = 150;
+  p.apart = 11;
+  p.met_apart_share = 0.6;
+  EXPECT_EQ(judge_sleep_pairs(p).kind, ContentionKind::Unsure);
+}
+
+TEST(ContentionVerdict, ALockOneThreadsAllocationsNeverWaitForIsNotGlobal) {
+  // glibc's arena under cross-thread frees: the consumer's frees sleep behind the producer's
+  // allocations, the consumer's own allocations (its own arena) never sleep.
+  SleepPairsMeasure p = one_lock_pairs();
+  p.min_thread_slept_allocating = 0;
+  EXPECT_EQ(judge_sleep_pairs(p).kind, ContentionKind::Unsure);
+  p = one_lock_pairs();
+  p.threads_joined = false;
+  EXPECT_EQ(judge_sleep_pairs(p).kind, ContentionKind::Unsure);
+}
+
+TEST(ContentionVerdict, FewSleepPairsApartSayNothing) {
+  SleepPairsMeasure p = one_lock_pairs();
+  p.apart = 9;
+  p.pairs = 20;
+  EXPECT_EQ(judge_sleep_pairs(p).kind, ContentionKind::Unsure);
+}
+
+TEST(ContentionVerdict, SleepPairsNeedCallsThatSleep) {
+  ContentionInputs in = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  in.slow_switched = 1000;
+  in.slow_slept = 30;  // 3 %: not a sleeping allocator
+  in.sleep_pairs = one_lock_pairs();
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::Unsure);
+}
+
+}  // namespace
+}  // namespace allocscope

@@ -1,0 +1,148 @@
+// sleep_pairs.cpp — see sleep_pairs.h.
+#include "model/sleep_pairs.h"
+
+#include <algorithm>
+#include <bit>
+#include <numeric>
+
+#include "allocscope/ops.h"
+#include "allocscope/buckets.h"
+#include "model/completion_coincidence.h"
+
+namespace allocscope {
+namespace {
+
+// As the sweep groups sizes (window_sweep.cpp): unknown for a free whose size was not taken.
+uint32_t group_of(const format::Event& e, uint32_t groups) {
+  return e.bucket == kBucketUnknown ? kUnknownGroup : std::min(size_group(e.size), groups - 1);
+}
+
+uint32_t find(std::vector<uint32_t>& parent, uint32_t x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+
+}  // namespace
+
+SleepPairTally::SleepPairTally(std::vector<ThreadSpan> span_of_serial) : spans_(std::move(span_of_serial)) {}
+
+void SleepPairTally::grow(uint32_t serial) {
+  if (serial < by_thread_.size()) return;
+  const size_t n = static_cast<size_t>(serial) + 1;
+  by_thread_.resize(n);
+  slept_allocating_of_thread_.resize(n, 0);
+  const size_t old = thread_parent_.size();
+  thread_parent_.resize(n);
+  std::iota(thread_parent_.begin() + static_cast<std::ptrdiff_t>(old), thread_parent_.end(), static_cast<uint32_t>(old));
+}
+
+void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<const uint8_t> slept, uint64_t trusted_from) {
+  for (uint32_t s : seen_) by_thread_[s].clear();
+  seen_.clear();
+  for (const SweepItem& it : items) {
+    grow(it.thread);
+    const format::Event& e = it.event;
+    const uint32_t group = group_of(e, kGroups);
+    std::vector<Call>& calls = by_thread_[it.thread];
+    if (calls.empty()) seen_.push_back(it.thread);
+    calls.push_back(Call{e.start_tick, e.start_tick + e.duration_ticks, group});
+    if (group != kUnknownGroup) ++calls_of_group_[group];
+    if (it.inside == 1 && group != kUnknownGroup) {
+      ++met_one_;
+      met_one_apart_ += it.inside_near_size == 0;
+    }
+  }
+  for (size_t i = 0; i < items.size() && i < slept.size(); ++i) {
+    if (!slept[i]) continue;
+    const SweepItem& it = items[i];
+    const format::Event& e = it.event;
+    if (allocates(e.op)) ++slept_allocating_of_thread_[it.thread];
+    const uint64_t t = e.start_tick;
+    if (t < trusted_from) continue;
+    ++slept_;
+    // Every other thread whose calls span t must have been seen in this window by t.
+    bool known = true;
+    int64_t partner = -1;
+    uint32_t partner_group = kUnknownGroup;
+    unsigned inside = 0;
+    for (uint32_t s = 0; s < spans_.size() && known; ++s) {
+      if (s == it.thread || !spans_[s].busy || spans_[s].first > t || spans_[s].last < t) continue;
+      if (s >= by_thread_.size() || by_thread_[s].empty() || by_thread_[s].front().start > t) {
+        known = false;
+        break;
+      }
+      const std::vector<Call>& calls = by_thread_[s];
+      // The last call of s that started by t: s is inside at t if it has not ended.
+      auto next = std::upper_bound(calls.begin(), calls.end(), t, [](uint64_t tick, const Call& c) { return tick < c.start; });
+      const Call& c = *(next - 1);
+      if (c.end > t) {
+        ++inside;
+        partner = s;
+        partner_group = c.group;
+      }
+    }
+    if (!known || inside != 1) continue;
+    ++pairs_;
+    const uint32_t a = find(thread_parent_, it.thread), b = find(thread_parent_, static_cast<uint32_t>(partner));
+    if (a != b) thread_parent_[a] = b;
+    const uint32_t group = group_of(e, kGroups);
+    if (sizes_apart(group, partner_group)) {
+      ++apart_;
+      joined_groups_[group] |= uint64_t{1} << partner_group;
+      joined_groups_[partner_group] |= uint64_t{1} << group;
+    }
+  }
+}
+
+SleepPairsMeasure SleepPairTally::measure() const {
+  SleepPairsMeasure m;
+  m.slept = slept_;
+  m.pairs = pairs_;
+  m.apart = apart_;
+  m.met_apart_share = met_one_ ? static_cast<double>(met_one_apart_) / static_cast<double>(met_one_) : 0;
+  // Sets of powers of two joined by apart pairs (connected components), weighted by their calls.
+  std::array<bool, kGroups> done{};
+  uint64_t total = 0, largest = 0;
+  for (uint64_t n : calls_of_group_) total += n;
+  for (uint32_t g = 0; g < kGroups; ++g) {
+    if (done[g]) continue;
+    uint64_t weight = 0;
+    std::vector<uint32_t> stack{g};
+    done[g] = true;
+    while (!stack.empty()) {
+      const uint32_t x = stack.back();
+      stack.pop_back();
+      weight += calls_of_group_[x];
+      for (uint64_t bits = joined_groups_[x]; bits; bits &= bits - 1) {
+        const auto y = static_cast<uint32_t>(std::countr_zero(bits));
+        if (!done[y]) {
+          done[y] = true;
+          stack.push_back(y);
+        }
+      }
+    }
+    largest = std::max(largest, weight);
+  }
+  m.joined_share = total ? static_cast<double>(largest) / static_cast<double>(total) : 0;
+  // Busy threads: all in one set of threads joined by pairs, and the fewest allocating sleeps.
+  std::vector<uint32_t> parent = thread_parent_;
+  int64_t root = -1;
+  bool joined = true;
+  bool any = false;
+  for (uint32_t s = 0; s < spans_.size(); ++s) {
+    if (!spans_[s].busy) continue;
+    const uint32_t r = s < parent.size() ? find(parent, s) : s;
+    if (root < 0) root = r;
+    joined = joined && static_cast<int64_t>(r) == root;
+    const uint64_t sleeps = s < slept_allocating_of_thread_.size() ? slept_allocating_of_thread_[s] : 0;
+    m.min_thread_slept_allocating = any ? std::min(m.min_thread_slept_allocating, sleeps) : sleeps;
+    any = true;
+  }
+  m.threads_joined = any && joined;
+  return m;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,85 @@
+// sleep_pairs.h — which calls a call that slept inside the allocator was waiting behind.
+//
+// A call that sleeps inside the allocator (a voluntary context switch, format.h kEvSwitches)
+// waits for something another thread holds.  Where, at the moment it started, exactly one other
+// thread was inside the allocator and every thread alive is accounted for, that thread's call is
+// the one it waited behind (or the one that had just handed the lock on): a *sleep pair*.  Under
+// a lock per size class the two calls share a class, so their sizes are less than twice apart;
+// under one lock for every size they are whatever the two threads happened to ask for.  A pair of
+// sizes at least twice apart (completion_coincidence.h sizes_apart) joins the two sizes' powers of
+// two: they are served by one lock.  Joined transitively, the powers of two that carry most of the
+// calls form one group exactly when one lock serves most sizes; a lock per class never joins any.
+// Noise (a call that slept behind a call its neighbour started just after it) pairs sizes at
+// random now and then; under one lock, a sleeper's neighbour asks for a size twice apart about as
+// often as any call's only neighbour inside does (`met_apart_share`, over every timed call that
+// met exactly one other thread: window_sweep.h inside, inside_near_size), under a lock per class
+// hardly ever.  The verdict compares the two.
+// The pairs also join threads, and each thread's own allocating calls that slept are counted: a
+// lock that one thread's frees share with another thread's allocations (glibc's arena under
+// cross-thread frees) leaves the freeing thread's allocations awake.
+//
+// "Accounted for": every other busy thread (>= 1 % of the calls) whose allocator calls span the
+// moment (ThreadSpan) has a timed call in the same window that started no later, so what it was
+// doing then is known.  A thread that makes few calls (a main thread waiting in pthread_join
+// between its first and last call) is taken to be outside.  A
+// thread not yet seen in the window may be inside a call that began before the window, the
+// holder of the lock, unseen: such a moment is left out.  With more threads than CPUs most moments
+// are, and the measure stays empty; on two threads it sees most sleeps (docs/analysis.md).
+//
+// Numbers only; contention_wording.h words them.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/window_sweep.h"
+
+namespace allocscope {
+
+// A thread's allocator calls span [first, last] ticks (ThreadProfile::first_tick, last_tick);
+// `busy`: it made at least 1 % of the calls.  The others are neither required nor judged.
+struct ThreadSpan {
+  uint64_t first = 0, last = 0;
+  bool busy = false;
+};
+
+struct SleepPairsMeasure {
+  uint64_t slept = 0;           // timed calls that slept, in the trusted part of a window
+  uint64_t pairs = 0;           // … with every thread accounted for and exactly one other inside
+  uint64_t apart = 0;           // … of them, the two calls' sizes at least twice apart
+  double met_apart_share = 0;   // of timed calls with exactly one other thread inside, sizes twice apart
+  double joined_share = 0;      // timed calls of known size in the largest set of powers of two joined by apart pairs
+  bool threads_joined = false;  // the pairs join every busy thread (>= 1 % of the timed calls) into one set
+  uint64_t min_thread_slept_allocating = 0;  // over busy threads: the fewest allocating calls that slept
+};
+
+class SleepPairTally {
+ public:
+  explicit SleepPairTally(std::vector<ThreadSpan> span_of_serial);
+
+  // One settled window's calls in start order (window_sweep.h), `slept[i]` whether item i slept
+  // inside its call, `trusted_from` the first tick at which every thread has noticed the window.
+  void add_window(std::span<const SweepItem> items, std::span<const uint8_t> slept, uint64_t trusted_from);
+
+  SleepPairsMeasure measure() const;
+
+ private:
+  struct Call {
+    uint64_t start, end;
+    uint32_t group;
+  };
+  std::vector<ThreadSpan> spans_;
+  std::vector<uint64_t> slept_allocating_of_thread_;  // by serial: of them, allocating calls that slept
+  std::vector<uint32_t> thread_parent_;              // by serial: union-find of threads joined by pairs
+  static constexpr uint32_t kGroups = 64;           // size_group values (larger ones fold into the last)
+  std::array<uint64_t, kGroups> calls_of_group_{};   // timed calls by size_group
+  std::array<uint64_t, kGroups> joined_groups_{};    // bit g of [h]: an apart pair joined groups g and h
+  uint64_t slept_ = 0, pairs_ = 0, apart_ = 0, met_one_ = 0, met_one_apart_ = 0;
+  std::vector<std::vector<Call>> by_thread_;         // scratch: this window's calls by serial
+  std::vector<uint32_t> seen_;                       // scratch: serials with calls in this window
+
+  void grow(uint32_t serial);
+};
+
+}  // namespace allocscope

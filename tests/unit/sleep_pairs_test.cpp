@@ -1,0 +1,149 @@
+// sleep_pairs_test.cpp — whom a call that slept waited behind (model/sleep_pairs.h), on windows
+// with known answers.
+#include "model/sleep_pairs.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "allocscope/buckets.h"
+#include "allocscope/ops.h"
+
+namespace allocscope {
+namespace {
+
+SweepItem call(uint32_t thread, uint64_t start, uint32_t duration, uint32_t size, Op op = Op::Malloc, int32_t inside = 0,
+               int32_t near = 0) {
+  SweepItem it;
+  it.thread = thread;
+  it.event = format::Event{};
+  it.event.start_tick = start;
+  it.event.duration_ticks = duration;
+  it.event.size = size;
+  it.event.op = static_cast<uint8_t>(op);
+  it.event.bucket = 0;
+  it.inside = inside;
+  it.inside_near_size = near;
+  return it;
+}
+
+// Threads 1 and 2 busy over the whole run; thread 0 a main thread that made few calls.
+std::vector<ThreadSpan> two_threads() { return {{0, 1000000, false}, {0, 1000000, true}, {0, 1000000, true}}; }
+
+// One window: thread 1 inside calls of `partner_size` back to back from tick 100, thread 2 first
+// seen at 150, then one call of `sleeper_size` at 1000 that slept (items in start order).
+void add_window(SleepPairTally& tally, uint64_t base, uint32_t sleeper_size, uint32_t partner_size,
+                uint64_t trusted_from = 0) {
+  std::vector<SweepItem> items = {call(1, base + 100, 50, partner_size), call(2, base + 150, 20, sleeper_size),
+                                  call(1, base + 900, 400, partner_size, Op::Malloc, 0),
+                                  call(2, base + 1000, 5000, sleeper_size, Op::Malloc, 1, 0)};
+  const std::vector<uint8_t> slept = {0, 0, 0, 1};
+  tally.add_window(items, slept, trusted_from ? trusted_from : base);
+}
+
+TEST(SleepPairs, ASleepBehindACallOfAFarSizeJoinsBothSizes) {
+  SleepPairTally tally(two_threads());
+  add_window(tally, 0, 24, 800);  // 24 B (power 5) slept behind 800 B (power 10)
+  const SleepPairsMeasure m = tally.measure();
+  EXPECT_EQ(m.slept, 1u);
+  EXPECT_EQ(m.pairs, 1u);
+  EXPECT_EQ(m.apart, 1u);
+  EXPECT_TRUE(m.threads_joined);
+  EXPECT_EQ(m.min_thread_slept_allocating, 0u);  // thread 1 never slept
+  // Every call of the window is of one of the two joined sizes.
+  EXPECT_DOUBLE_EQ(m.joined_share, 1.0);
+  // Of the calls that met exactly one other thread (the sleeper), all were apart.
+  EXPECT_DOUBLE_EQ(m.met_apart_share, 1.0);
+}
+
+TEST(SleepPairs, ASleepBehindACallOfANearSizeJoinsNothing) {
+  SleepPairTally tally(two_threads());
+  add_window(tally, 0, 500, 800);  // one power of two apart: may share a class
+  const SleepPairsMeasure m = tally.measure();
+  EXPECT_EQ(m.pairs, 1u);
+  EXPECT_EQ(m.apart, 0u);
+  EXPECT_DOUBLE_EQ(m.joined_share, 0.5);  // two sizes, two calls each, not joined
+}
+
+TEST(SleepPairs, ABusyThreadNotYetSeenInTheWindowLeavesTheSleepOut) {
+  // Thread 3 is busy over the run but made no call in this window: it may be inside a call that
+  // began before the window, holding the lock unseen.
+  std::vector<ThreadSpan> spans = two_threads();
+  spans.push_back({0, 1000000, true});
+  SleepPairTally tally(spans);
+  add_window(tally, 0, 24, 800);
+  const SleepPairsMeasure m = tally.measure();
+  EXPECT_EQ(m.slept, 1u);
+  EXPECT_EQ(m.pairs, 0u);
+  EXPECT_FALSE(m.threads_joined);
+}
+
+TEST(SleepPairs, AThreadOutsideItsSpanIsNotRequired) {
+  // Thread 3's calls ended before the window: it cannot be inside.
+  std::vector<ThreadSpan> spans = two_threads();
+  spans.push_back({0, 10, true});
+  SleepPairTally tally(spans);
+  add_window(tally, 1000, 24, 800);
+  EXPECT_EQ(tally.measure().pairs, 1u);
+}
+
+TEST(SleepPairs, TwoOthersInsideAreNoPair) {
+  std::vector<ThreadSpan> spans = two_threads();
+  spans.push_back({0, 1000000, true});
+  SleepPairTally tally(spans);
+  std::vector<SweepItem> items = {call(1, 100, 50, 800), call(3, 120, 2000, 64), call(2, 150, 20, 24),
+                                  call(1, 900, 400, 800), call(2, 1000, 5000, 24)};
+  const std::vector<uint8_t> slept = {0, 0, 0, 0, 1};
+  tally.add_window(items, slept, 0);
+  EXPECT_EQ(tally.measure().pairs, 0u);
+}
+
+TEST(SleepPairs, ASleepBeforeTheTrustedPartIsNotCounted) {
+  SleepPairTally tally(two_threads());
+  add_window(tally, 0, 24, 800, /*trusted_from=*/2000);
+  const SleepPairsMeasure m = tally.measure();
+  EXPECT_EQ(m.slept, 0u);
+  EXPECT_EQ(m.pairs, 0u);
+}
+
+TEST(SleepPairs, EveryThreadsAllocationsMustSleep) {
+  SleepPairTally tally(two_threads());
+  // Thread 2 sleeps behind thread 1 twice, thread 1 behind thread 2 once.
+  add_window(tally, 0, 24, 800);
+  add_window(tally, 100000, 24, 800);
+  std::vector<SweepItem> items = {call(2, 200100, 50, 24), call(1, 200150, 20, 800), call(2, 200900, 400, 24),
+                                  call(1, 201000, 5000, 800, Op::Malloc, 1, 0)};
+  const std::vector<uint8_t> slept = {0, 0, 0, 1};
+  tally.add_window(items, slept, 200000);
+  const SleepPairsMeasure m = tally.measure();
+  EXPECT_EQ(m.pairs, 3u);
+  EXPECT_EQ(m.apart, 3u);
+  EXPECT_EQ(m.min_thread_slept_allocating, 1u);
+}
+
+TEST(SleepPairs, ASleepingFreeCountsAsAPairButNotAsAnAllocationAsleep) {
+  SleepPairTally tally(two_threads());
+  std::vector<SweepItem> items = {call(1, 100, 50, 800), call(2, 150, 20, 24), call(1, 900, 400, 800),
+                                  call(2, 1000, 5000, 24, Op::Free)};
+  const std::vector<uint8_t> slept = {0, 0, 0, 1};
+  tally.add_window(items, slept, 0);
+  const SleepPairsMeasure m = tally.measure();
+  EXPECT_EQ(m.pairs, 1u);
+  EXPECT_EQ(m.apart, 1u);
+  EXPECT_EQ(m.min_thread_slept_allocating, 0u);
+}
+
+TEST(SleepPairs, ASizeNotTakenIsNeverApart) {
+  SleepPairTally tally(two_threads());
+  std::vector<SweepItem> items = {call(1, 100, 50, 800), call(2, 150, 20, 24), call(1, 900, 400, 800),
+                                  call(2, 1000, 5000, 0, Op::Free)};
+  items[3].event.bucket = kBucketUnknown;
+  const std::vector<uint8_t> slept = {0, 0, 0, 1};
+  tally.add_window(items, slept, 0);
+  const SleepPairsMeasure m = tally.measure();
+  EXPECT_EQ(m.pairs, 1u);
+  EXPECT_EQ(m.apart, 0u);
+}
+
+}  // namespace
+}  // namespace allocscope
