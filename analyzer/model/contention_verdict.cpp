@@ -30,7 +30,7 @@ constexpr double kSleptShare = 0.05;         // … and their share of the slow 
 constexpr uint64_t kMinApartSleeps = 10;     // sleep pairs of sizes twice apart before they say one lock, …
 constexpr double kApartOfMet = 0.5;          // … as often, within 2σ, as this share of met_apart_share, …
 constexpr double kJoinedShare = 0.9;         // … joining sizes that carry at least this share of the calls, …
-constexpr uint64_t kMinThreadSleeps = 2;     // … and at least this many allocating calls asleep in every busy thread
+constexpr uint64_t kMinThreadSleeps = 1;     // … and an allocating call asleep in every busy thread
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -208,7 +208,8 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   // Slow calls that sleep inside the allocator tell a lock from interference: interference slows
   // a call on its CPU, or takes the CPU away (an involuntary switch); a thread that sleeps inside
   // an allocator call waits for something another thread holds.  Whether that is one lock for
-  // all classes the run still cannot tell: measured, a lock per size class (libclasslock_alloc.so)
+  // all classes, met calls' durations cannot tell (the sleep pairs above can, when they see
+  // enough): measured, a lock per size class (libclasslock_alloc.so)
   // under the stress harness, whose threads sweep their sizes in step, read met calls slower by
   // as much beside sizes twice apart (0.59-0.62) with as many sleeping calls (11-38 %) as musl's
   // and a global mutex's runs; and a lock shared by a producer and its consumer (glibc's arena

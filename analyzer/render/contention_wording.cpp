@@ -122,6 +122,10 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  p.apart, pct(p.met_apart_share))});
     items.push_back({"sizes_joined_by_sleeps", p.joined_share,
                      "the share of the timed calls in the largest set of sizes (powers of two) those pairs join"});
+    items.push_back({"fewest_allocations_asleep", static_cast<double>(p.min_thread_slept_allocating),
+                     fmt::format("the fewest allocating calls that slept in any busy thread (one lock for all makes "
+                                 "every thread's allocations wait); the pairs {} every busy thread",
+                                 p.threads_joined ? "join" : "do not join")});
   }
   if (in.cpus) {
     items.push_back({"threads_per_cpu", static_cast<double>(in.max_live_threads) / in.cpus,
