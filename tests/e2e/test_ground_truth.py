@@ -334,7 +334,13 @@ class MuslAgainstGlibc(RecordedCase):
     def test_the_allocator_explains_the_gap(self):
         # Thread time against thread time: eight threads waiting at once count eight times on both
         # sides.  Sampling error and the page faults' estimate leave some slack either way.
+        # One run's claim: a share of the gap within 0.8-1.2, or the diff says its part is unsure
+        # (its bound exceeds half of it) and claims no share at all.
         self.assertGreater(self.diff["measured_delta_ns"], 0, self.describe())
+        if self.diff["attributed_unsure"]:
+            self.assertIn("no share of the gap is claimed", self.diff["verdict"]["text"], self.describe())
+            self.assertNotIn("the allocator accounts for", self.diff["verdict"]["text"], self.describe())
+            return
         self.assertGreaterEqual(self.diff["coverage"], 0.8, self.describe())
         self.assertLessEqual(self.diff["coverage"], 1.2, self.describe())
 
