@@ -974,9 +974,37 @@ struct WindowErrors {
 WindowErrors window_errors(const Pass2& p2, const std::map<ClassKeyOp, PooledCell>& cells_all, size_t n_class_slots) {
   WindowErrors we;
   const auto& clusters = p2.clusters.clusters();
+  // Releases are estimated per operation, not per class: a thread's timed releases go with its
+  // calls in proportion, every class's releases costing the operation's mean (release_classes.h),
+  // whatever the usable size that put a timed release in a class.  So their sampling unit is the
+  // operation: one estimate cell per releasing operation (class kAllClasses), whose deviation each
+  // class shares by its releases (N_c / N), as its estimate does.
+  constexpr uint32_t kAllClasses = ~uint32_t{0} / kOpSlots;
+  auto estimate_cell = [&](uint32_t cell) { return releases(cell % kOpSlots) ? kAllClasses * kOpSlots + cell % kOpSlots : cell; };
+  std::array<double, kOpSlots> release_calls{};  // N of each releasing operation, over its classes
+  for (const auto& [k, pc] : cells_all) {
+    if (k.op < kOpSlots && releases(k.op)) release_calls[k.op] += static_cast<double>(pc.counters.calls);
+  }
+  // The (class cell, share) that an estimate cell's deviation goes to.
+  std::array<std::vector<std::pair<uint32_t, double>>, kOpSlots> release_shares;
+  for (const auto& [k, pc] : cells_all) {
+    if (k.op < kOpSlots && releases(k.op) && release_calls[k.op] > 0 && pc.counters.calls > 0 && k.cls < n_class_slots)
+      release_shares[k.op].emplace_back(k.cls * kOpSlots + k.op, static_cast<double>(pc.counters.calls) / release_calls[k.op]);
+  }
+  // Each cluster's sums by estimate cell (releases merged over their classes).
+  std::vector<std::map<uint32_t, WindowClusters::Sum>> by_estimate(clusters.size());
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    for (const auto& [cell, sum] : clusters[i]) {
+      WindowClusters::Sum& t = by_estimate[i][estimate_cell(cell)];
+      t.ticks += sum.ticks;
+      t.wait += sum.wait;
+      t.base += sum.base;
+      t.calls += sum.calls;
+    }
+  }
   std::map<uint32_t, WindowClusters::Sum> cell_sums;
   std::map<uint32_t, size_t>& cell_clusters = we.cell_clusters;  // cell -> clusters holding timed calls of it
-  for (const auto& cluster : clusters) {
+  for (const auto& cluster : by_estimate) {
     for (const auto& [cell, sum] : cluster) {
       cell_clusters[cell] += sum.calls > 0;
       cell_sums[cell].ticks += sum.ticks;
@@ -984,6 +1012,12 @@ WindowErrors window_errors(const Pass2& p2, const std::map<ClassKeyOp, PooledCel
       cell_sums[cell].base += sum.base;
       cell_sums[cell].calls += sum.calls;
     }
+  }
+  // A class's releases were sampled in as many clusters as their operation's.
+  for (unsigned op = 0; op < kOpSlots; ++op) {
+    const auto held = cell_clusters.find(kAllClasses * kOpSlots + op);
+    if (held == cell_clusters.end()) continue;
+    for (const auto& [cell, share] : release_shares[op]) cell_clusters[cell] = held->second;
   }
   double all_calls = 0, all_timed = 0;
   for (const auto& [k, pc] : cells_all) all_calls += static_cast<double>(pc.counters.calls);
@@ -995,11 +1029,15 @@ WindowErrors window_errors(const Pass2& p2, const std::map<ClassKeyOp, PooledCel
   const double cluster_factor = n_clusters > 1 ? (1 - sampled) * static_cast<double>(n_clusters) / static_cast<double>(n_clusters - 1) : 0.0;
   std::map<uint32_t, std::pair<double, double>> cell_am;  // cell -> (N_c / n_c, m_c)
   for (const auto& [cell, sum] : cell_sums) {
-    const ClassKeyOp k{cell / kOpSlots, cell % kOpSlots};
-    const auto it = cells_all.find(k);
-    if (it == cells_all.end() || sum.calls == 0) continue;
-    cell_am[cell] = {static_cast<double>(it->second.counters.calls) / static_cast<double>(sum.calls),
-                     sum.ticks / static_cast<double>(sum.calls)};
+    if (sum.calls == 0) continue;
+    double calls = 0;
+    if (cell / kOpSlots == kAllClasses) {
+      calls = release_calls[cell % kOpSlots];
+    } else if (const auto it = cells_all.find(ClassKeyOp{cell / kOpSlots, cell % kOpSlots}); it != cells_all.end()) {
+      calls = static_cast<double>(it->second.counters.calls);
+    }
+    if (calls == 0) continue;
+    cell_am[cell] = {calls / static_cast<double>(sum.calls), sum.ticks / static_cast<double>(sum.calls)};
   }
   double& total_err2 = we.total_err2;
   ShareBounds& share_bounds = we.share_bounds;
@@ -1008,23 +1046,32 @@ WindowErrors window_errors(const Pass2& p2, const std::map<ClassKeyOp, PooledCel
   std::map<ClassKeyOp, double>& cell_err2 = we.cell_err2;
   {
     std::vector<double> z_class(n_class_slots, 0.0);
-    for (const auto& cluster : clusters) {
+    std::vector<uint32_t> touched;
+    for (const auto& cluster : by_estimate) {
       double z = 0;
+      touched.clear();
+      auto to_class = [&](uint32_t cell, double zc) {
+        const uint32_t cls = cell / kOpSlots;
+        if (cls >= n_class_slots) return;
+        cell_err2[{cls, cell % kOpSlots}] += 4 * cluster_factor * zc * zc;
+        if (z_class[cls] == 0) touched.push_back(cls);
+        z_class[cls] += zc;
+      };
       for (const auto& [cell, sum] : cluster) {
         const auto am = cell_am.find(cell);
         if (am == cell_am.end()) continue;
         const double zc = am->second.first * (sum.ticks - am->second.second * static_cast<double>(sum.calls));
         z += zc;
-        z_class[cell / kOpSlots] += zc;
-        cell_err2[{cell / kOpSlots, cell % kOpSlots}] += 4 * cluster_factor * zc * zc;
+        if (cell / kOpSlots == kAllClasses) {
+          for (const auto& [c, share] : release_shares[cell % kOpSlots]) to_class(c, zc * share);
+        } else {
+          to_class(cell, zc);
+        }
       }
       total_err2 += 4 * cluster_factor * z * z;
-      for (const auto& [cell, sum] : cluster) {
-        double& zc = z_class[cell / kOpSlots];
-        if (zc != 0) {
-          class_err2[cell / kOpSlots] += 4 * cluster_factor * zc * zc;
-          zc = 0;
-        }
+      for (uint32_t cls : touched) {
+        class_err2[cls] += 4 * cluster_factor * z_class[cls] * z_class[cls];
+        z_class[cls] = 0;
       }
     }
   }
@@ -1042,7 +1089,7 @@ WindowErrors window_errors(const Pass2& p2, const std::map<ClassKeyOp, PooledCel
     if (T > 0 && n_clusters > 1) {
       const double sw = W / T, sf = F / T;
       double vw = 0, vf = 0;
-      for (const auto& cluster : clusters) {
+      for (const auto& cluster : by_estimate) {
         double dt = 0, dw = 0, df = 0;
         for (const auto& [cell, sum] : cluster) {
           const auto am = cell_am.find(cell);
