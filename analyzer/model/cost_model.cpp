@@ -308,7 +308,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
 
   measure_contention(r, p2, coincidence, profile);
 
-  note_model(notes, r, profile, p1, p2, model, release_totals, sweep_config);
+  note_model(notes, profile, p1, p2, model, release_totals, sweep_config);
   r.timeline = timeline.finish();
   r.model = std::move(notes);
   std::map<uint32_t, double> lifetimes;

@@ -1,7 +1,5 @@
 // What the cost model's report notes about the model and the data, and its verdict: which of
 // fast, slow and waiting dominates allocator time, if the bounds let it be told (cost_model.h).
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <string_view>
@@ -10,7 +8,7 @@
 
 namespace allocscope::cost {
 
-void note_model(ModelNotes& notes, const CostReport& r, const Profile& profile, const Pass1& p1, const Pass2& p2,
+void note_model(ModelNotes& notes, const Profile& profile, const Pass1& p1, const Pass2& p2,
                 const Model& model, const ReleaseTotals& release_totals, const SweepConfig& sweep_config) {
   auto to_ns = [&](double ticks) { return profile.clock.to_ns_exact(ticks); };
   notes.probe_overhead_ns = to_ns(model.overhead);
@@ -28,28 +26,14 @@ void note_model(ModelNotes& notes, const CostReport& r, const Profile& profile, 
     notes.rusage_blocked += e.blocked;
   }
   for (unsigned b = 0; b < kLatencyBins; ++b) notes.evidence_bins += model.wait_share[b] >= 0;
-  if (!r.complete) notes.caveats.push_back("the profile has no end record: the program crashed, was killed or is still running");
-  if (profile.truncated()) notes.caveats.push_back("the profile is cut short; its last chunks are missing");
-  if (notes.events_dropped) {
-    notes.caveats.push_back(fmt::format("{} timed-call events were dropped; latency counts still include them",
-                                        notes.events_dropped));
-  }
-  if (notes.late_events) {
-    notes.caveats.push_back(fmt::format("{} events arrived too late to place on the time line; their concurrency is unknown",
-                                        notes.late_events));
-  }
-  if (notes.capped_threads) {
-    notes.caveats.push_back(fmt::format("{} thread(s) had an estimate longer than their lifetime (rare very long calls); "
-                                        "scaled down to it", notes.capped_threads));
-  }
-  if (r.sample_every == 0 && r.calls) notes.caveats.push_back("calls were counted but none timed (--sample 0)");
+  notes.truncated = profile.truncated();
   // What the shim said about calls it could not see (an allocator entry point defined ahead of it).
   for (std::string_view note : profile.notes) {
     for (size_t end; !note.empty(); note.remove_prefix(end + (end < note.size()))) {
       end = std::min(note.find('\n'), note.size());
       std::string_view line = note.substr(0, end);
       if (line.starts_with("allocscope: ")) line.remove_prefix(12);
-      if (!line.empty()) notes.caveats.emplace_back(line);
+      if (!line.empty()) notes.shim_notes.emplace_back(line);
     }
   }
 }

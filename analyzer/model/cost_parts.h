@@ -260,8 +260,9 @@ void bound_cells(WindowErrors& we, const std::map<ClassKeyOp, EstimateCell>& est
 
 // ---- notes and verdict (cost_notes.cpp) ----
 
-// What the report says about the model and the data: its constants, what was read, and caveats.
-void note_model(ModelNotes& notes, const CostReport& r, const Profile& profile, const Pass1& p1, const Pass2& p2,
+// What the report says about the model and the data: its constants, what was read, and what the
+// shim noted.
+void note_model(ModelNotes& notes, const Profile& profile, const Pass1& p1, const Pass2& p2,
                 const Model& model, const ReleaseTotals& release_totals, const SweepConfig& sweep_config);
 Verdict make_verdict(const CostReport& r);
 

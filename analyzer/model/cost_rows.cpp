@@ -387,8 +387,6 @@ void sum_estimate(CostReport& r, Placement& pl, const WindowErrors& we, const Cl
   if (sampled < 1 && n_clusters < kMinWindowsForBound) r.allocator_error_ns = std::max(r.allocator_error_ns, r.allocator_time_ns);
   // No timed call at all: the time is unknown, not zero.
   r.allocator_unsure = is_unsure(r.allocator_time_ns, r.allocator_error_ns) || (r.calls > 0 && r.timed == 0 && r.sample_every > 0);
-  r.error.method = sampled >= 1 ? "every call timed: the times are measured, not estimated"
-                                : "2 standard errors over the timing windows (docs/analysis.md)";
   r.error.windows = p2.clusters.windows();
   r.error.clusters = n_clusters;
   r.error.sampled_fraction = sampled;

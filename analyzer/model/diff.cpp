@@ -1,8 +1,6 @@
 // diff.cpp — see diff.h.
 #include "model/diff.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -13,7 +11,6 @@
 #include "util/side_by_side.h"
 #include "profile/thread_profile.h"
 #include "model/trace_analysis.h"
-#include "util/units.h"
 
 namespace allocscope {
 
@@ -177,21 +174,9 @@ WorkComparison compare_work(uint64_t calls_base, uint64_t calls_other) {
   WorkComparison w;
   w.calls_base = calls_base;
   w.calls_other = calls_other;
-  if (calls_base == 0 || calls_other == 0) {
-    w.reason = fmt::format("{} made no allocator calls: there is nothing to compare per call, and no coverage",
-                           calls_base == 0 ? "BASE" : "OTHER");
-    return w;
-  }
+  if (calls_base == 0 || calls_other == 0) return w;
   w.ratio = static_cast<double>(calls_other) / static_cast<double>(calls_base);
-  if (std::fabs(w.ratio - 1) > kWorkTolerance) {
-    w.per_call = true;
-    w.reason = fmt::format("The two runs did different work: BASE made {} allocator calls, OTHER {} (x{:.3f}), so "
-                           "their times do not compare as they are (a benchmark that runs for a fixed time makes as "
-                           "many calls as it can). Compared per call: BASE's times are scaled to OTHER's calls "
-                           "(BASE's cost per call x OTHER's calls); this assumes the program's work outside the "
-                           "allocator grows with its calls.",
-                           group_digits(calls_base), group_digits(calls_other), w.ratio);
-  }
+  w.per_call = std::fabs(w.ratio - 1) > kWorkTolerance;
   return w;
 }
 
@@ -236,9 +221,9 @@ namespace {
 // Splits the difference over the shapes of two traces, or says why it cannot.
 void attribute_to_shapes(DiffReport& d, const CostReport& base, const CostReport& other) {
   if (!base.trace || !other.trace) {
-    const char* which = !base.trace && !other.trace ? "neither profile is" : !base.trace ? "BASE is not" : "OTHER is not";
-    d.shape_note = fmt::format("Shape attribution needs two profiles recorded with `allocscope record --trace`; "
-                               "{} a trace.", which);
+    d.missing_trace = !base.trace && !other.trace ? MissingTrace::Both
+                      : !base.trace                 ? MissingTrace::Base
+                                                    : MissingTrace::Other;
     return;
   }
   LoadOptions quiet;  // the cost model has warned about the files already
