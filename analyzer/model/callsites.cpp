@@ -7,7 +7,6 @@
 #include <map>
 #include <set>
 
-
 namespace allocscope {
 
 namespace {
@@ -27,12 +26,6 @@ bool same_file(const std::string& a, const std::string& b) {
 
 bool is_cxx_wrapper(const std::string& function) {
   return function.starts_with("operator new") || function.starts_with("operator delete");
-}
-
-// The innermost function at a frame: an inlined one when addr2line knows, else the symbol.
-std::string innermost(const FrameInfo& f) {
-  if (!f.source.empty() && !f.source.front().function.empty()) return f.source.front().function;
-  return f.name();
 }
 
 }  // namespace
@@ -73,6 +66,67 @@ std::vector<const FrameInfo*> FrameFilter::program_frames(const Stack& stack) {
   return out;
 }
 
+namespace {
+
+struct Site {
+  std::string name, location, module;
+  std::vector<std::string> chain;
+  uint32_t inlined = 0;
+};
+
+// The call site of every stack of the profile, by key ("name\x1flocation\x1fmodule"), and the
+// key of each stack's site (by stack index).
+std::vector<std::string> stack_sites(const Profile& profile, Symbolizer& symbolizer, FrameFilter& filter,
+                                     std::map<std::string, Site>& sites) {
+  std::vector<std::string> site_of_stack(profile.stacks.stacks().size());
+  for (size_t i = 0; i < profile.stacks.stacks().size(); ++i) {
+    const Stack& stack = profile.stacks.stack(static_cast<StackIndex>(i));
+    const auto at = filter.call_site(stack);
+    if (!at) {
+      site_of_stack[i] = "[allocator]";
+      sites.try_emplace("[allocator]", Site{"[allocator]", "", "", {"[allocator]"}});
+      continue;
+    }
+    const FrameInfo& f = symbolizer.frame(stack.frames[*at]);
+    Site site;
+    site.name = f.innermost();
+    site.location = f.location();
+    site.module = f.module_name;
+    for (size_t k = 0; k < f.source.size(); ++k) site.chain.push_back(f.source[k].function);
+    if (site.chain.empty()) site.chain.push_back(f.name());
+    site.inlined = static_cast<uint32_t>(site.chain.size() - 1);
+    for (size_t up = *at + 1; up < stack.frames.size() && up <= *at + 2; ++up) {
+      site.chain.push_back(symbolizer.frame(stack.frames[up]).name());
+    }
+    const std::string key = fmt::format("{}\x1f{}\x1f{}", site.name, site.location, site.module);
+    site_of_stack[i] = key;
+    sites.try_emplace(key, std::move(site));
+  }
+  return site_of_stack;
+}
+
+// Per class in size order (unknown sizes last), costliest first, `top` each.
+std::vector<CallSiteRow> top_rows(std::map<std::pair<uint32_t, std::string>, CallSiteRow>& rows, size_t top) {
+  std::vector<CallSiteRow> out;
+  std::map<uint32_t, std::vector<CallSiteRow>> by_class;
+  for (auto& [key, row] : rows) {
+    if (row.calls == 0 && row.leaked_blocks == 0) continue;
+    by_class[key.first].push_back(std::move(row));
+  }
+  for (auto& [cls, list] : by_class) {
+    std::stable_sort(list.begin(), list.end(), [](const CallSiteRow& a, const CallSiteRow& b) {
+      if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
+      if (a.calls != b.calls) return a.calls > b.calls;
+      return a.leaked_bytes > b.leaked_bytes;
+    });
+    if (top && list.size() > top) list.resize(top);
+    for (auto& row : list) out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace
+
 CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions& options) {
   const Profile& profile = src.profile;
   CallSiteReport r;
@@ -88,37 +142,8 @@ CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions
   const auto symbolizer = stack_symbolizer(profile, options.source_lines);
   FrameFilter filter(profile, *symbolizer);
 
-  struct Site {
-    std::string name, location, module;
-    std::vector<std::string> chain;
-    uint32_t inlined = 0;
-  };
-  std::map<std::string, Site> sites;          // by key
-  std::vector<std::string> site_of_stack(profile.stacks.stacks().size());
-  for (size_t i = 0; i < profile.stacks.stacks().size(); ++i) {
-    const Stack& stack = profile.stacks.stack(static_cast<StackIndex>(i));
-    const auto at = filter.call_site(stack);
-    if (!at) {
-      site_of_stack[i] = "[allocator]";
-      sites.try_emplace("[allocator]", Site{"[allocator]", "", "", {"[allocator]"}});
-      continue;
-    }
-    const FrameInfo& f = symbolizer->frame(stack.frames[*at]);
-    Site site;
-    site.name = innermost(f);
-    site.location = f.location();
-    site.module = f.module_name;
-    for (size_t k = 0; k < f.source.size(); ++k) site.chain.push_back(f.source[k].function);
-    if (site.chain.empty()) site.chain.push_back(f.name());
-    site.inlined = static_cast<uint32_t>(site.chain.size() - 1);
-    for (size_t up = *at + 1; up < stack.frames.size() && up <= *at + 2; ++up) {
-      site.chain.push_back(symbolizer->frame(stack.frames[up]).name());
-    }
-    const std::string key = fmt::format("{}\x1f{}\x1f{}", site.name, site.location, site.module);
-    site_of_stack[i] = key;
-    sites.try_emplace(key, std::move(site));
-  }
-
+  std::map<std::string, Site> sites;  // by key
+  const std::vector<std::string> site_of_stack = stack_sites(profile, *symbolizer, filter, sites);
   const auto classes = src.table->classes();
   std::map<std::pair<uint32_t, std::string>, CallSiteRow> rows;  // (class, site)
   std::set<std::string> used_sites;
@@ -157,21 +182,7 @@ CallSiteReport callsite_report(const StackCostSource& src, const CallSiteOptions
   }
   r.sites = used_sites.size();
 
-  // Per class in size order (unknown sizes last), costliest first, `top` each.
-  std::map<uint32_t, std::vector<CallSiteRow>> by_class;
-  for (auto& [key, row] : rows) {
-    if (row.calls == 0 && row.leaked_blocks == 0) continue;
-    by_class[key.first].push_back(std::move(row));
-  }
-  for (auto& [cls, list] : by_class) {
-    std::stable_sort(list.begin(), list.end(), [](const CallSiteRow& a, const CallSiteRow& b) {
-      if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
-      if (a.calls != b.calls) return a.calls > b.calls;
-      return a.leaked_bytes > b.leaked_bytes;
-    });
-    if (options.top && list.size() > options.top) list.resize(options.top);
-    for (auto& row : list) r.rows.push_back(std::move(row));
-  }
+  r.rows = top_rows(rows, options.top);
   return r;
 }
 

@@ -11,8 +11,9 @@
 //              are not fixed slots but sized per request (page runs, mmap, huge)
 //   label      a short name, e.g. "chunk 48 (tcache, fastbin)", "class 3 (64 B)", "mmap"
 //
-// The tables are data (class_tables.cpp, each with a legend naming the version it reflects); they
-// describe each allocator's default configuration on x86_64.  Tables exist for:
+// The tables are data (class_tables_libc.cpp and class_tables_replacements.cpp, each with a legend
+// naming the version it reflects; class_tables.cpp looks them up); they describe each allocator's
+// default configuration on x86_64.  Tables exist for:
 //
 //   glibc      glibc malloc 2.36     libc.so.6 (or any libc.so path of a glibc process)
 //   musl       musl mallocng 1.2.3+  ld-musl-*.so.1, or a libc.so path of a musl process

@@ -37,6 +37,26 @@ struct ClassCost {
   double share = 0;  // of the allocator time
 };
 
+// Why a row has no attribution (allocator_share).
+enum class AnalysisGap : uint8_t {
+  None,
+  NoProfile,  // no run wrote a profile
+  NoneTimed,  // none of the median run's calls was timed (a run too short for the sampling)
+  Failed,     // the analysis failed: analysis_failure
+};
+
+// Why a row has no coverage.
+enum class CoverageGap : uint8_t {
+  None,
+  Baseline,               // the baseline row itself
+  BaselineNoProfile,      // the baseline has no profile
+  NoProfile,              // no run of this row wrote a profile
+  BaselineNoAttribution,  // the baseline has no attribution
+  NoAttribution,          // this row has no attribution
+  SameThreadTime,         // the two median runs take the same thread time within 2 %: no gap
+  Failed,                 // the diff failed: coverage_failure
+};
+
 struct CompareRow {
   CompareRowSpec spec;
   std::vector<CompareRun> runs;
@@ -52,13 +72,15 @@ struct CompareRow {
   std::optional<ContentionVerdict> contention;  // of the median run (contention_verdict.h)
   std::optional<double> allocator_error_share;  // the ± bound of allocator_share
   bool allocator_unsure = false;           // the report's allocator time is unsure (bound > half of it)
-  uint64_t timed_calls = 0;                // of the median run
+  uint64_t calls = 0, timed_calls = 0;     // of the median run
   std::vector<ClassCost> top_classes;      // costliest first, at most 3
-  std::string analysis_error;              // why allocator_share is missing
+  AnalysisGap analysis_gap = AnalysisGap::None;  // why allocator_share is missing
+  std::string analysis_failure;            // the error of a failed analysis
   std::optional<double> coverage;          // diff against the baseline: thread time
   std::optional<double> wall_coverage;     // … wall time
   std::optional<double> thread_gap_share;  // measured thread-time gap over the baseline's thread time
-  std::string coverage_reason;             // why coverage is missing
+  CoverageGap coverage_gap = CoverageGap::None;  // why coverage is missing
+  std::string coverage_failure;            // the error of a failed diff
   // With --locks (lock_report.h, diff.h): the program's own contended lock waits over thread time,
   // the lock with the most wait, and the part of the gap that the allocator and those locks explain.
   std::optional<double> lock_share;
@@ -78,13 +100,15 @@ struct CompareResult {
   bool locks = false;                      // --locks: every row recorded the program's lock waits
   std::vector<CompareRow> rows;            // the baseline first
   std::vector<SkippedAllocator> skipped;
-  std::vector<std::string> notes;          // failing runs and the like, one line each
   std::optional<std::filesystem::path> output_dir;  // kept: the profiles are there
   int exit_status = 0;
 };
 
 // The statistics of every row (medians, Δ wall) from its runs, then the analysis of the median
-// runs (report and diff).  Adds notes for failed runs and analyses.
+// runs (report and diff); the exit status is the first failed run's.
 void summarize_rows(CompareResult& result);
+
+// The row's allocator share is unsure: the report says so, or its bound exceeds half of it.
+bool share_unsure(const CompareRow& row);
 
 }  // namespace allocscope

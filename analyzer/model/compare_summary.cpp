@@ -1,7 +1,5 @@
 // compare_summary.cpp — from the runs of `allocscope compare` to its table: medians, Δ wall, and
 // the attribution of each row's median run (report and diff), as compare.h describes.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -9,7 +7,6 @@
 #include "model/compare.h"
 #include "model/cost_model.h"
 #include "model/diff.h"
-#include "util/units.h"
 
 namespace allocscope {
 
@@ -64,17 +61,16 @@ const std::filesystem::path* median_profile(const CompareRow& row) {
 void analyze(CompareRow& row) {
   const auto* profile = median_profile(row);
   if (!profile) {
-    row.analysis_error = "no run wrote a profile";
+    row.analysis_gap = AnalysisGap::NoProfile;
     return;
   }
   try {
     const CostReport report = analyze_profile(*profile);
     row.allocator_seen = report.allocator;
+    row.calls = report.calls;
     row.timed_calls = report.timed;
     if (report.timed == 0) {
-      row.analysis_error = fmt::format(
-          "none of its {} allocator calls was timed (a run too short for the sampling: try --sample with a small N)",
-          group_digits(report.calls));
+      row.analysis_gap = AnalysisGap::NoneTimed;
       return;
     }
     row.allocator_share = report.allocator_share;
@@ -97,7 +93,8 @@ void analyze(CompareRow& row) {
       row.top_classes.push_back({classes[i]->label, classes[i]->time_ns, classes[i]->time_share});
     }
   } catch (const std::exception& error) {
-    row.analysis_error = error.what();
+    row.analysis_gap = AnalysisGap::Failed;
+    row.analysis_failure = error.what();
   }
 }
 
@@ -105,20 +102,20 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
   const auto* base_profile = median_profile(baseline);
   const auto* profile = median_profile(row);
   if (!base_profile) {
-    row.coverage_reason = "the baseline has no profile";
+    row.coverage_gap = CoverageGap::BaselineNoProfile;
     return;
   }
   if (!profile) {
-    row.coverage_reason = "no run wrote a profile";
+    row.coverage_gap = CoverageGap::NoProfile;
     return;
   }
   // Without timed calls on both sides, the allocator's part of the gap is unknown, not zero.
-  if (!baseline.analysis_error.empty()) {
-    row.coverage_reason = "the baseline has no attribution";
+  if (baseline.analysis_gap != AnalysisGap::None) {
+    row.coverage_gap = CoverageGap::BaselineNoAttribution;
     return;
   }
-  if (!row.analysis_error.empty()) {
-    row.coverage_reason = "this row has no attribution";
+  if (row.analysis_gap != AnalysisGap::None) {
+    row.coverage_gap = CoverageGap::NoAttribution;
     return;
   }
   try {
@@ -127,47 +124,19 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
     row.wall_coverage = diff.wall_coverage;
     row.explained = diff.explained;
     if (diff.base.thread_time_ns > 0) row.thread_gap_share = diff.measured_delta_ns / diff.base.thread_time_ns;
-    if (!row.coverage) row.coverage_reason = "the two median runs take the same thread time within 2 %: no gap to attribute";
+    if (!row.coverage) row.coverage_gap = CoverageGap::SameThreadTime;
   } catch (const std::exception& error) {
-    row.coverage_reason = error.what();
-  }
-}
-
-std::string runs_word(size_t n) { return n == 1 ? "run" : "runs"; }
-
-void add_notes(CompareResult& result) {
-  for (const auto& row : result.rows) {
-    std::vector<int> statuses;
-    const CompareRun* last_failed = nullptr;
-    for (const auto& run : row.runs) {
-      if (run.status == 0) continue;
-      if (std::find(statuses.begin(), statuses.end(), run.status) == statuses.end()) statuses.push_back(run.status);
-      last_failed = &run;
-      if (result.exit_status == 0) result.exit_status = run.status;
-    }
-    if (last_failed) {
-      std::string list;
-      for (const int status : statuses) list += (list.empty() ? "" : ", ") + std::to_string(status);
-      const size_t failed = row.runs.size() - row.ok_runs;
-      std::string note = fmt::format("{}: the workload exited with status {} in {} of {} {}", row.spec.name, list,
-                                     failed, row.runs.size(), runs_word(row.runs.size()));
-      note += row.ok_runs > 0 ? "; the medians are of the runs that exited 0" : "; the medians are of these runs";
-      if (!last_failed->last_output.empty()) note += fmt::format(" (last output: \"{}\")", last_failed->last_output);
-      result.notes.push_back(note);
-    }
-    if (!row.analysis_error.empty()) {
-      result.notes.push_back(fmt::format("{}: no attribution: {}", row.spec.name, row.analysis_error));
-    } else if (row.allocator_share && row.allocator_error_share &&
-               (row.allocator_unsure || *row.allocator_error_share > kUncertain * *row.allocator_share)) {
-      result.notes.push_back(fmt::format(
-          "{}: the allocator's share is unsure: {:.1f} % ± {:.1f} % of thread time, from {} timed calls (record "
-          "longer, or with a smaller --sample)",
-          row.spec.name, 100 * *row.allocator_share, 100 * *row.allocator_error_share, group_digits(row.timed_calls)));
-    }
+    row.coverage_gap = CoverageGap::Failed;
+    row.coverage_failure = error.what();
   }
 }
 
 }  // namespace
+
+bool share_unsure(const CompareRow& row) {
+  return row.allocator_share && row.allocator_error_share &&
+         (row.allocator_unsure || *row.allocator_error_share > kUncertain * *row.allocator_share);
+}
 
 std::optional<double> median(std::vector<double> values) {
   if (values.empty()) return std::nullopt;
@@ -184,9 +153,13 @@ void summarize_rows(CompareResult& result) {
     row.delta_pct = (&row == &baseline || baseline.wall_ns <= 0) ? 0 : 100 * (row.wall_ns / baseline.wall_ns - 1);
     analyze(row);
   }
-  result.rows.front().coverage_reason = "the baseline";
+  result.rows.front().coverage_gap = CoverageGap::Baseline;
   for (size_t i = 1; i < result.rows.size(); ++i) attribute_gap(result.rows[i], baseline);
-  add_notes(result);
+  for (const auto& row : result.rows) {
+    for (const auto& run : row.runs) {
+      if (run.status != 0 && result.exit_status == 0) result.exit_status = run.status;
+    }
+  }
 }
 
 }  // namespace allocscope

@@ -10,7 +10,7 @@ namespace allocscope {
 
 namespace {
 
-// The constants of the report's cost model (cost_model.cpp, docs/analysis.md).
+// The constants of the report's cost model (cost_pass1.cpp, docs/analysis.md).
 constexpr double kBaselineQuantile = 0.99;   // mean of calls made alone, slowest 1 % left out
 constexpr double kFallbackQuantile = 0.10;   // without calls made alone
 constexpr double kOverheadQuantile = 0.001;

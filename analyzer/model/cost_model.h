@@ -138,7 +138,8 @@ struct ModelNotes {
   // Blocks made (successful allocating calls, each realloc one), releases (free, delete, delete[])
   // and blocks not given back: what the releases' classes rest on (release_classes.h).
   uint64_t blocks_made = 0, blocks_released = 0, unreleased_blocks = 0;
-  std::vector<std::string> caveats;  // plain-language warnings about the data
+  bool truncated = false;            // the profile is cut short: its last chunks are missing
+  std::vector<std::string> shim_notes;  // what the shim said about calls it could not see, one line each
 };
 
 // The model's estimate for one (size class of the allocator's own table, operation): the one
@@ -155,7 +156,6 @@ struct EstimateCell {
 };
 
 struct ErrorNotes {
-  std::string method;            // how the bounds were computed, in words
   uint64_t windows = 0;          // timing windows the timed calls fell in (the sampling units)
   uint64_t clusters = 0;         // … grouped into this many clusters (neighbouring windows merged)
   double sampled_fraction = 0;   // timed calls / calls

@@ -1,8 +1,6 @@
 // diff.cpp — see diff.h.
 #include "model/diff.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -13,7 +11,6 @@
 #include "util/side_by_side.h"
 #include "profile/thread_profile.h"
 #include "model/trace_analysis.h"
-#include "util/units.h"
 
 namespace allocscope {
 
@@ -56,6 +53,74 @@ FaultEvidence fault_evidence(const std::filesystem::path& path) {
   return f;
 }
 
+// Faults inside calls: the rusage-sampled calls' faults scaled to all calls, ± 2 standard errors
+// of that mean.  Faults are rare and bunched (a call that maps a region may fault dozens of
+// times), so the estimate is often wide; only what is surely inside calls (the lower end of the
+// bound, at most the threads' faults) is taken out: the rest happened outside calls or is
+// charged as if it did, and the bound says how much of that is uncertain.
+void estimate_faults(RunSide& s, const FaultEvidence& f, uint64_t calls) {
+  const double total = static_cast<double>(f.minor_faults);
+  if (f.sampled_calls > 0) {
+    const double n = static_cast<double>(f.sampled_calls);
+    const double mean = static_cast<double>(f.sampled_faults) / n;
+    const double var = n > 1 ? std::max(0.0, (f.sampled_faults2 - n * mean * mean) / (n - 1)) : mean * mean;
+    const double scale = static_cast<double>(calls);
+    s.faults_in_calls = std::min(total, mean * scale);
+    // Never narrower than the rule of three (the 95 % bound of a count of zero events).
+    s.faults_in_calls_bound = std::max(2 * std::sqrt(var / n), 3 / n) * scale;
+  } else {
+    s.faults_in_calls_bound = total;  // no call sampled rusage: any of the faults may have been inside
+  }
+  const double surely_inside = std::clamp(s.faults_in_calls - s.faults_in_calls_bound, 0.0, total);
+  s.faults_outside = total - surely_inside;
+  s.outside_fault_ns = s.faults_outside * f.fault_ns;
+  s.outside_fault_error_ns = std::min(s.faults_outside, s.faults_in_calls - surely_inside + s.faults_in_calls_bound) *
+                             f.fault_ns;
+}
+
+// One thread, for the record: its faults and CPU time, and the point estimate of its faults
+// inside calls from its own rusage-sampled calls.
+ThreadSide thread_side(const ThreadRow& t, const FaultEvidence& f) {
+  ThreadSide ts;
+  ts.serial = t.serial;
+  ts.calls = t.calls;
+  ts.lifetime_ns = t.lifetime_ns;
+  ts.allocator_time_ns = t.time_ns;
+  if (t.rusage.minflt != kRusageUnavailable) ts.minor_faults = t.rusage.minflt;
+  if (t.rusage.utime_us != kRusageUnavailable && t.rusage.stime_us != kRusageUnavailable) {
+    ts.cpu_ns = static_cast<double>(t.rusage.utime_us + t.rusage.stime_us) * 1e3;
+    ts.system_ns = static_cast<double>(t.rusage.stime_us) * 1e3;
+  }
+  if (const auto it = f.by_thread.find(t.serial); it != f.by_thread.end() && it->second.first > 0) {
+    ts.faults_in_calls = std::min(static_cast<double>(ts.minor_faults),
+                                  static_cast<double>(it->second.second) / static_cast<double>(it->second.first) *
+                                      static_cast<double>(t.calls));
+  }
+  ts.faults_outside = static_cast<double>(ts.minor_faults) - ts.faults_in_calls;
+  ts.outside_cpu_ns = std::clamp(ts.cpu_ns - (t.time_ns - t.split.wait_ns), 0.0,
+                                 std::max(0.0, t.lifetime_ns - t.time_ns));
+  return ts;
+}
+
+// The program's own lock waits of the counted threads (all, or those that use the allocator).
+void add_lock_times(RunSide& s, const CostReport& r) {
+  const bool all_threads = s.thread_time_ns == r.thread_time_ns;
+  std::set<uint32_t> counted;
+  for (const auto& t : r.threads_rows) {
+    if (all_threads || static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls)) counted.insert(t.serial);
+  }
+  for (const auto& [serial, ns] : r.locks.wait_ns_by_thread)
+    if (counted.count(serial)) s.lock_wait_ns += ns;
+  for (const auto& [serial, ns] : r.locks.time_ns_by_thread)
+    if (counted.count(serial)) s.lock_time_ns += ns;
+  for (const auto& [serial, ns] : r.locks.cond_wait_ns_by_thread)
+    if (counted.count(serial)) s.cond_wait_ns += ns;
+  if (!r.locks.locks.empty()) {
+    s.top_lock = r.locks.locks.front().name();
+    s.top_lock_wait_ns = r.locks.locks.front().wait_ns;
+  }
+}
+
 RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   RunSide s;
   s.file = r.file;
@@ -88,28 +153,7 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   s.minor_faults = f.minor_faults;
   s.system_ns = static_cast<double>(f.system_us) * 1e3;
   s.fault_ns = f.fault_ns;
-  // Faults inside calls: the rusage-sampled calls' faults scaled to all calls, ± 2 standard errors
-  // of that mean.  Faults are rare and bunched (a call that maps a region may fault dozens of
-  // times), so the estimate is often wide; only what is surely inside calls (the lower end of the
-  // bound, at most the threads' faults) is taken out: the rest happened outside calls or is
-  // charged as if it did, and the bound says how much of that is uncertain.
-  const double total = static_cast<double>(f.minor_faults);
-  if (f.sampled_calls > 0) {
-    const double n = static_cast<double>(f.sampled_calls);
-    const double mean = static_cast<double>(f.sampled_faults) / n;
-    const double var = n > 1 ? std::max(0.0, (f.sampled_faults2 - n * mean * mean) / (n - 1)) : mean * mean;
-    const double scale = static_cast<double>(r.calls);
-    s.faults_in_calls = std::min(total, mean * scale);
-    // Never narrower than the rule of three (the 95 % bound of a count of zero events).
-    s.faults_in_calls_bound = std::max(2 * std::sqrt(var / n), 3 / n) * scale;
-  } else {
-    s.faults_in_calls_bound = total;  // no call sampled rusage: any of the faults may have been inside
-  }
-  const double surely_inside = std::clamp(s.faults_in_calls - s.faults_in_calls_bound, 0.0, total);
-  s.faults_outside = total - surely_inside;
-  s.outside_fault_ns = s.faults_outside * f.fault_ns;
-  s.outside_fault_error_ns = std::min(s.faults_outside, s.faults_in_calls - surely_inside + s.faults_in_calls_bound) *
-                             f.fault_ns;
+  estimate_faults(s, f, r.calls);
   // Outside calls: the threads' time less the allocator's; on the CPU there: their CPU time less
   // the allocator's running time (its time less waiting; preemption inside calls counts as
   // running, so this errs toward less CPU outside calls); off the CPU: the rest (preempted by
@@ -117,47 +161,11 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   const double outside_calls = std::max(0.0, s.thread_time_ns - s.allocator_time_ns);
   s.outside_cpu_ns = std::clamp(s.cpu_ns - (s.allocator_time_ns - s.split.wait_ns), 0.0, outside_calls);
   s.outside_off_cpu_ns = outside_calls - s.outside_cpu_ns;
-  // Per thread, for the record: its faults and CPU time, and the point estimate of its faults
-  // inside calls from its own rusage-sampled calls.
-  for (const auto& t : r.threads_rows) {
-    ThreadSide ts;
-    ts.serial = t.serial;
-    ts.calls = t.calls;
-    ts.lifetime_ns = t.lifetime_ns;
-    ts.allocator_time_ns = t.time_ns;
-    if (t.rusage.minflt != kRusageUnavailable) ts.minor_faults = t.rusage.minflt;
-    if (t.rusage.utime_us != kRusageUnavailable && t.rusage.stime_us != kRusageUnavailable) {
-      ts.cpu_ns = static_cast<double>(t.rusage.utime_us + t.rusage.stime_us) * 1e3;
-      ts.system_ns = static_cast<double>(t.rusage.stime_us) * 1e3;
-    }
-    if (const auto it = f.by_thread.find(t.serial); it != f.by_thread.end() && it->second.first > 0) {
-      ts.faults_in_calls = std::min(static_cast<double>(ts.minor_faults),
-                                    static_cast<double>(it->second.second) / static_cast<double>(it->second.first) *
-                                        static_cast<double>(t.calls));
-    }
-    ts.faults_outside = static_cast<double>(ts.minor_faults) - ts.faults_in_calls;
-    ts.outside_cpu_ns = std::clamp(ts.cpu_ns - (t.time_ns - t.split.wait_ns), 0.0,
-                                   std::max(0.0, t.lifetime_ns - t.time_ns));
-    s.threads.push_back(ts);
-  }
+  for (const auto& t : r.threads_rows) s.threads.push_back(thread_side(t, f));
   s.contention = r.contention.verdict;
   s.wait_share = r.contention.wait_share;
   s.locks_recorded = r.locks.recorded;
-  const bool all_threads = s.thread_time_ns == r.thread_time_ns;
-  std::set<uint32_t> counted;
-  for (const auto& t : r.threads_rows) {
-    if (all_threads || static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls)) counted.insert(t.serial);
-  }
-  for (const auto& [serial, ns] : r.locks.wait_ns_by_thread)
-    if (counted.count(serial)) s.lock_wait_ns += ns;
-  for (const auto& [serial, ns] : r.locks.time_ns_by_thread)
-    if (counted.count(serial)) s.lock_time_ns += ns;
-  for (const auto& [serial, ns] : r.locks.cond_wait_ns_by_thread)
-    if (counted.count(serial)) s.cond_wait_ns += ns;
-  if (!r.locks.locks.empty()) {
-    s.top_lock = r.locks.locks.front().name();
-    s.top_lock_wait_ns = r.locks.locks.front().wait_ns;
-  }
+  add_lock_times(s, r);
   return s;
 }
 
@@ -166,21 +174,9 @@ WorkComparison compare_work(uint64_t calls_base, uint64_t calls_other) {
   WorkComparison w;
   w.calls_base = calls_base;
   w.calls_other = calls_other;
-  if (calls_base == 0 || calls_other == 0) {
-    w.reason = fmt::format("{} made no allocator calls: there is nothing to compare per call, and no coverage",
-                           calls_base == 0 ? "BASE" : "OTHER");
-    return w;
-  }
+  if (calls_base == 0 || calls_other == 0) return w;
   w.ratio = static_cast<double>(calls_other) / static_cast<double>(calls_base);
-  if (std::fabs(w.ratio - 1) > kWorkTolerance) {
-    w.per_call = true;
-    w.reason = fmt::format("The two runs did different work: BASE made {} allocator calls, OTHER {} (x{:.3f}), so "
-                           "their times do not compare as they are (a benchmark that runs for a fixed time makes as "
-                           "many calls as it can). Compared per call: BASE's times are scaled to OTHER's calls "
-                           "(BASE's cost per call x OTHER's calls); this assumes the program's work outside the "
-                           "allocator grows with its calls.",
-                           group_digits(calls_base), group_digits(calls_other), w.ratio);
-  }
+  w.per_call = std::fabs(w.ratio - 1) > kWorkTolerance;
   return w;
 }
 
@@ -225,9 +221,9 @@ namespace {
 // Splits the difference over the shapes of two traces, or says why it cannot.
 void attribute_to_shapes(DiffReport& d, const CostReport& base, const CostReport& other) {
   if (!base.trace || !other.trace) {
-    const char* which = !base.trace && !other.trace ? "neither profile is" : !base.trace ? "BASE is not" : "OTHER is not";
-    d.shape_note = fmt::format("Shape attribution needs two profiles recorded with `allocscope record --trace`; "
-                               "{} a trace.", which);
+    d.missing_trace = !base.trace && !other.trace ? MissingTrace::Both
+                      : !base.trace                 ? MissingTrace::Base
+                                                    : MissingTrace::Other;
     return;
   }
   LoadOptions quiet;  // the cost model has warned about the files already
@@ -243,21 +239,8 @@ void attribute_to_shapes(DiffReport& d, const CostReport& base, const CostReport
   d.shape_gap = attribute_gap(base_side.second, other_side.second, class_table_of(base_side.first));
 }
 
-}  // namespace
-
-DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other) {
-  CostOptions options;
-  options.by = ReportGrouping::Bucket;
-  const auto [rb, ro] = side_by_side([&] { return analyze_profile(base, options); },
-                                     [&] { return analyze_profile(other, options); });
-  return diff_reports(rb, ro);
-}
-
-DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
-  DiffReport d;
-  d.base = side_of(rb, fault_evidence(rb.file));
-  d.other = side_of(ro, fault_evidence(ro.file));
-
+// The rows of both runs by size, and their differences (BASE scaled by k), summed into `d`.
+void diff_rows(DiffReport& d, const CostReport& rb, const CostReport& ro, double k) {
   std::map<RowKey, DiffRow> rows;
   auto row_for = [&](const ClassRow& c) -> DiffRow& {
     DiffRow& r = rows[RowKey{!c.size_known, c.lo, c.hi}];
@@ -267,10 +250,6 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
     r.label = c.label;
     return r;
   };
-  // Runs that did different work (a fixed-duration benchmark makes as many calls as it can in its
-  // time) compare per call: BASE's figures are scaled to OTHER's calls (cost per call × OTHER's calls).
-  d.work = compare_work(rb.calls, ro.calls);
-  const double k = d.work.per_call ? d.work.ratio : 1.0;
   for (const auto& c : rb.classes) {
     DiffRow& r = row_for(c);
     r.calls_base = c.calls;
@@ -296,34 +275,24 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
     d.split_delta.add(r.split_delta);
     d.rows.push_back(r);
   }
-  d.calls_delta_ns = d.other.allocator_time_ns - k * d.base.allocator_time_ns;
-  d.calls_error_ns = std::hypot(k * d.base.allocator_error_ns, d.other.allocator_error_ns);
-  // One cost per fault for both runs (the machine's, not the allocator's: the mean of the two
-  // calibrations), so that the run with more faults outside calls is the one charged more.
-  {
-    const double c = d.base.fault_ns > 0 && d.other.fault_ns > 0 ? (d.base.fault_ns + d.other.fault_ns) / 2
-                                                                 : std::max(d.base.fault_ns, d.other.fault_ns);
-    for (RunSide* s : {&d.base, &d.other}) {
-      s->outside_fault_error_ns = s->fault_ns > 0 ? s->outside_fault_error_ns / s->fault_ns * c : 0;
-      s->fault_ns = c;
-      s->outside_fault_ns = s->faults_outside * c;
-    }
+}
+
+// One cost per fault for both runs (the machine's, not the allocator's: the mean of the two
+// calibrations), so that the run with more faults outside calls is the one charged more.
+void share_fault_cost(DiffReport& d) {
+  const double c = d.base.fault_ns > 0 && d.other.fault_ns > 0 ? (d.base.fault_ns + d.other.fault_ns) / 2
+                                                               : std::max(d.base.fault_ns, d.other.fault_ns);
+  for (RunSide* s : {&d.base, &d.other}) {
+    s->outside_fault_error_ns = s->fault_ns > 0 ? s->outside_fault_error_ns / s->fault_ns * c : 0;
+    s->fault_ns = c;
+    s->outside_fault_ns = s->faults_outside * c;
   }
-  d.faults_delta_ns = d.other.outside_fault_ns - k * d.base.outside_fault_ns;
-  d.faults_error_ns = std::hypot(k * d.base.outside_fault_error_ns, d.other.outside_fault_error_ns);
-  d.attributed_delta_ns = d.calls_delta_ns + d.faults_delta_ns;
-  d.measured_delta_ns = d.other.thread_time_ns - k * d.base.thread_time_ns;
-  d.attributed_unsure = is_unsure(d.attributed_delta_ns, std::hypot(d.calls_error_ns, d.faults_error_ns));
-  d.unattributed_ns = d.measured_delta_ns - d.attributed_delta_ns;
-  d.unattributed_off_cpu_ns = d.other.outside_off_cpu_ns - k * d.base.outside_off_cpu_ns;
-  d.unattributed_on_cpu_ns = d.unattributed_ns - d.unattributed_off_cpu_ns;
-  // Coverage is a share of a gap: none when the runs take the same thread time within 2 % (a
-  // share of noise would read as thousands of per cent).
-  const bool comparable = d.work.calls_base > 0 && d.work.calls_other > 0;
-  const bool gap = !same_thread_time(d);
-  if (comparable && gap && std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
-  // The program's own locks, scaled like the rest of BASE; their shares of the gap only where
-  // coverage is (a share of a gap that is noise means nothing).
+}
+
+// The program's own locks, scaled like the rest of BASE; their shares of the gap only where
+// coverage is (a share of a gap that is noise means nothing).  The wall time's difference, and
+// the allocator's part of it where there is a gap.
+void diff_locks_and_wall(DiffReport& d, double k, bool comparable, bool gap) {
   d.locks = d.base.locks_recorded && d.other.locks_recorded;
   if (d.locks) {
     d.locks_delta_ns = d.other.lock_time_ns - k * d.base.lock_time_ns;
@@ -344,6 +313,45 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
         d.wall_coverage = *d.wall_attributed_delta_ns / *d.wall_measured_delta_ns;
     }
   }
+}
+
+}  // namespace
+
+DiffReport diff_profiles(const std::filesystem::path& base, const std::filesystem::path& other) {
+  CostOptions options;
+  options.by = ReportGrouping::Bucket;
+  const auto [rb, ro] = side_by_side([&] { return analyze_profile(base, options); },
+                                     [&] { return analyze_profile(other, options); });
+  return diff_reports(rb, ro);
+}
+
+DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
+  DiffReport d;
+  d.base = side_of(rb, fault_evidence(rb.file));
+  d.other = side_of(ro, fault_evidence(ro.file));
+
+  // Runs that did different work (a fixed-duration benchmark makes as many calls as it can in its
+  // time) compare per call: BASE's figures are scaled to OTHER's calls (cost per call × OTHER's calls).
+  d.work = compare_work(rb.calls, ro.calls);
+  const double k = d.work.per_call ? d.work.ratio : 1.0;
+  diff_rows(d, rb, ro, k);
+  d.calls_delta_ns = d.other.allocator_time_ns - k * d.base.allocator_time_ns;
+  d.calls_error_ns = std::hypot(k * d.base.allocator_error_ns, d.other.allocator_error_ns);
+  share_fault_cost(d);
+  d.faults_delta_ns = d.other.outside_fault_ns - k * d.base.outside_fault_ns;
+  d.faults_error_ns = std::hypot(k * d.base.outside_fault_error_ns, d.other.outside_fault_error_ns);
+  d.attributed_delta_ns = d.calls_delta_ns + d.faults_delta_ns;
+  d.measured_delta_ns = d.other.thread_time_ns - k * d.base.thread_time_ns;
+  d.attributed_unsure = is_unsure(d.attributed_delta_ns, std::hypot(d.calls_error_ns, d.faults_error_ns));
+  d.unattributed_ns = d.measured_delta_ns - d.attributed_delta_ns;
+  d.unattributed_off_cpu_ns = d.other.outside_off_cpu_ns - k * d.base.outside_off_cpu_ns;
+  d.unattributed_on_cpu_ns = d.unattributed_ns - d.unattributed_off_cpu_ns;
+  // Coverage is a share of a gap: none when the runs take the same thread time within 2 % (a
+  // share of noise would read as thousands of per cent).
+  const bool comparable = d.work.calls_base > 0 && d.work.calls_other > 0;
+  const bool gap = !same_thread_time(d);
+  if (comparable && gap && std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
+  diff_locks_and_wall(d, k, comparable, gap);
   // No part is named on an unsure difference (the verdict claims no share of the gap then).
   d.verdict_dominant = same_thread_time(d) || !d.coverage ? "none" : d.attributed_unsure ? "unsure" : diff_part_name(largest_part(d).kind);
   attribute_to_shapes(d, rb, ro);

@@ -88,8 +88,10 @@ struct WorkComparison {
   uint64_t calls_base = 0, calls_other = 0;
   double ratio = 1;            // calls_other / calls_base
   bool per_call = false;       // the calls differ by more than kWorkTolerance: BASE is scaled by `ratio`
-  std::string reason;          // why the diff compares per call, or why it has no coverage; empty otherwise
-};
+};                             // (a run of no calls: nothing compares per call, and no coverage)
+
+// Which of the two profiles was not recorded with --trace (shapes need both).
+enum class MissingTrace : uint8_t { None, Both, Base, Other };
 
 struct DiffReport {
   RunSide base, other;
@@ -120,7 +122,7 @@ struct DiffReport {
   std::string verdict_dominant;          // the largest part of the allocator's change in the gap's
                                          // direction: waiting, slow, fast, faults; none without a gap
   std::optional<ShapeGap> shape_gap;     // both profiles are traces
-  std::string shape_note;                // otherwise: why there is no attribution to shapes
+  MissingTrace missing_trace = MissingTrace::None;  // otherwise: which profile is no trace
 };
 
 // The largest component of the allocator's change in the direction of the gap (render/diff.h

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "allocscope/buckets.h"
@@ -83,6 +84,93 @@ std::vector<ShapeGroupRow> group_rows(const std::vector<ShapeRow>& shapes) {
   return rows;
 }
 
+// One class's lifetimes as a row; none for a class no block went through.
+std::optional<ClassLifetimeRow> class_lifetime_row(const ClassLifetimes& cl, const SizeClass& sc, const TickClock& clock) {
+  if (cl.blocks == 0 && cl.freed == 0 && cl.leaked == 0) return std::nullopt;
+  ClassLifetimeRow row;
+  row.lo = sc.lo;
+  row.hi = sc.hi;
+  row.label = std::string(sc.label);
+  row.blocks = cl.blocks;
+  row.bytes = cl.bytes;
+  row.freed = cl.freed;
+  row.same_thread = cl.same_thread;
+  row.cross_thread = cl.cross_thread;
+  row.leaked = cl.leaked;
+  row.leaked_bytes = cl.leaked_bytes;
+  row.bands = cl.bands;
+  row.p50_ns = quantile_ns(cl.lifetime_ticks, 0.50, clock);
+  row.p90_ns = quantile_ns(cl.lifetime_ticks, 0.90, clock);
+  row.p99_ns = quantile_ns(cl.lifetime_ticks, 0.99, clock);
+  if (!cl.lifetime_ticks.empty()) row.max_ns = clock.to_ns(cl.lifetime_ticks.max());
+  row.between_p50 = quantile_of(cl.allocs_between, 0.50);
+  row.between_p90 = quantile_of(cl.allocs_between, 0.90);
+  row.between_p99 = quantile_of(cl.allocs_between, 0.99);
+  if (!cl.allocs_between.empty()) row.between_mean = cl.allocs_between.mean();
+  return row;
+}
+
+ChainSummary realloc_summary(const ReallocChains& ch) {
+  ChainSummary s;
+  s.chains = ch.chains;
+  s.steps = ch.steps;
+  s.in_place = ch.in_place;
+  s.moved = ch.moved;
+  s.grew = ch.grew;
+  s.shrank = ch.shrank;
+  s.same = ch.same;
+  s.max_length = ch.max_length;
+  s.by_length = ch.by_length;
+  if (ch.growth_chains) s.mean_growth = std::exp(ch.log_growth_sum / static_cast<double>(ch.growth_chains));
+  if (ch.growth_steps) s.mean_step_growth = std::exp(ch.log_step_sum / static_cast<double>(ch.growth_steps));
+  return s;
+}
+
+// The trace's timeline: live bytes and threads inside, over as many slots as either has.
+std::vector<TimelinePoint> timeline_points(const TraceAnalysis& a, const TickClock& clock, uint64_t origin,
+                                           uint64_t& slot_ns) {
+  const LifetimeResults& l = a.lifetimes;
+  auto since_start_ns = [&](uint64_t tick) { return tick > origin ? clock.to_ns(tick - origin) : 0; };
+  std::vector<TimelinePoint> points;
+  const ConcurrencyResults& c = a.concurrency;
+  const size_t slots = std::max(l.timeline.size(), c.timeline.size());
+  const double span_ticks = static_cast<double>(a.t1 - a.t0 + 1);
+  slot_ns = slots ? clock.to_ns(static_cast<uint64_t>(std::ceil(span_ticks / static_cast<double>(slots)))) : 0;
+  for (size_t i = 0; i < slots; ++i) {
+    TimelinePoint p;
+    const double slot_start = static_cast<double>(a.t0) + span_ticks * static_cast<double>(i) / static_cast<double>(slots);
+    const double slot_len = span_ticks / static_cast<double>(slots);
+    p.t_ns = since_start_ns(static_cast<uint64_t>(slot_start));
+    if (i < l.timeline.size()) {
+      p.max_live_bytes = l.timeline[i].max_live;
+      p.live_bytes = l.timeline[i].end_live;
+    }
+    if (i < c.timeline.size()) {
+      p.max_inside = c.timeline[i].max_inside;
+      p.mean_inside = slot_len > 0 ? static_cast<double>(c.timeline[i].inside_ticks) / slot_len : 0;
+    }
+    points.push_back(p);
+  }
+  return points;
+}
+
+ConcurrencySummary concurrency_summary(const ConcurrencyResults& c, const TickClock& clock) {
+  ConcurrencySummary cs;
+  cs.max_inside = c.max_inside;
+  cs.span_ns = clock.to_ns(c.span_ticks);
+  cs.busy_ns = clock.to_ns(c.busy_ticks);
+  if (c.busy_ticks) cs.mean_inside = static_cast<double>(c.inside_ticks) / static_cast<double>(c.busy_ticks);
+  for (uint64_t ticks : c.ticks_at) cs.time_at_ns.push_back(clock.to_ns(ticks));
+  cs.contended_ns = clock.to_ns(c.contended_ticks);
+  cs.serialization_index = c.serialization_index;
+  cs.si_calls = c.si_calls;
+  cs.alone_calls = c.alone_calls;
+  cs.contended_calls = c.contended_calls;
+  cs.overhead_ns = clock.to_ns_exact(c.overhead_ticks);
+  cs.untimed_calls = c.untimed_calls;
+  return cs;
+}
+
 }  // namespace
 
 ShapeReport shape_report(const Profile& profile, const TraceAnalysis& a) {
@@ -134,77 +222,11 @@ ShapeReport shape_report(const Profile& profile, const TraceAnalysis& a) {
   r.groups = group_rows(r.shapes);
 
   for (size_t c = 0; c < l.classes.size(); ++c) {
-    const ClassLifetimes& cl = l.classes[c];
-    if (cl.blocks == 0 && cl.freed == 0 && cl.leaked == 0) continue;
-    ClassLifetimeRow row;
-    row.lo = classes[c].lo;
-    row.hi = classes[c].hi;
-    row.label = std::string(classes[c].label);
-    row.blocks = cl.blocks;
-    row.bytes = cl.bytes;
-    row.freed = cl.freed;
-    row.same_thread = cl.same_thread;
-    row.cross_thread = cl.cross_thread;
-    row.leaked = cl.leaked;
-    row.leaked_bytes = cl.leaked_bytes;
-    row.bands = cl.bands;
-    row.p50_ns = quantile_ns(cl.lifetime_ticks, 0.50, clock);
-    row.p90_ns = quantile_ns(cl.lifetime_ticks, 0.90, clock);
-    row.p99_ns = quantile_ns(cl.lifetime_ticks, 0.99, clock);
-    if (!cl.lifetime_ticks.empty()) row.max_ns = clock.to_ns(cl.lifetime_ticks.max());
-    row.between_p50 = quantile_of(cl.allocs_between, 0.50);
-    row.between_p90 = quantile_of(cl.allocs_between, 0.90);
-    row.between_p99 = quantile_of(cl.allocs_between, 0.99);
-    if (!cl.allocs_between.empty()) row.between_mean = cl.allocs_between.mean();
-    r.classes.push_back(std::move(row));
+    if (auto row = class_lifetime_row(l.classes[c], classes[c], clock)) r.classes.push_back(std::move(*row));
   }
-
-  const ReallocChains& ch = l.chains;
-  r.realloc.chains = ch.chains;
-  r.realloc.steps = ch.steps;
-  r.realloc.in_place = ch.in_place;
-  r.realloc.moved = ch.moved;
-  r.realloc.grew = ch.grew;
-  r.realloc.shrank = ch.shrank;
-  r.realloc.same = ch.same;
-  r.realloc.max_length = ch.max_length;
-  r.realloc.by_length = ch.by_length;
-  if (ch.growth_chains) r.realloc.mean_growth = std::exp(ch.log_growth_sum / static_cast<double>(ch.growth_chains));
-  if (ch.growth_steps) r.realloc.mean_step_growth = std::exp(ch.log_step_sum / static_cast<double>(ch.growth_steps));
-
-  const ConcurrencyResults& c = a.concurrency;
-  const size_t slots = std::max(l.timeline.size(), c.timeline.size());
-  const double span_ticks = static_cast<double>(a.t1 - a.t0 + 1);
-  r.slot_ns = slots ? clock.to_ns(static_cast<uint64_t>(std::ceil(span_ticks / static_cast<double>(slots)))) : 0;
-  for (size_t i = 0; i < slots; ++i) {
-    TimelinePoint p;
-    const double slot_start = static_cast<double>(a.t0) + span_ticks * static_cast<double>(i) / static_cast<double>(slots);
-    const double slot_len = span_ticks / static_cast<double>(slots);
-    p.t_ns = since_start_ns(static_cast<uint64_t>(slot_start));
-    if (i < l.timeline.size()) {
-      p.max_live_bytes = l.timeline[i].max_live;
-      p.live_bytes = l.timeline[i].end_live;
-    }
-    if (i < c.timeline.size()) {
-      p.max_inside = c.timeline[i].max_inside;
-      p.mean_inside = slot_len > 0 ? static_cast<double>(c.timeline[i].inside_ticks) / slot_len : 0;
-    }
-    r.timeline.push_back(p);
-  }
-
-  ConcurrencySummary& cs = r.concurrency;
-  cs.max_inside = c.max_inside;
-  cs.span_ns = clock.to_ns(c.span_ticks);
-  cs.busy_ns = clock.to_ns(c.busy_ticks);
-  if (c.busy_ticks) cs.mean_inside = static_cast<double>(c.inside_ticks) / static_cast<double>(c.busy_ticks);
-  for (uint64_t ticks : c.ticks_at) cs.time_at_ns.push_back(clock.to_ns(ticks));
-  cs.contended_ns = clock.to_ns(c.contended_ticks);
-  cs.serialization_index = c.serialization_index;
-  cs.si_calls = c.si_calls;
-  cs.alone_calls = c.alone_calls;
-  cs.contended_calls = c.contended_calls;
-  cs.overhead_ns = clock.to_ns_exact(c.overhead_ticks);
-  cs.untimed_calls = c.untimed_calls;
+  r.realloc = realloc_summary(l.chains);
+  r.timeline = timeline_points(a, clock, origin, r.slot_ns);
+  r.concurrency = concurrency_summary(a.concurrency, clock);
   r.timed_calls = l.timed_calls;
   return r;
 }

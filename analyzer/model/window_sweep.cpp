@@ -141,6 +141,45 @@ void WindowSweep::sort_by_start(std::vector<SweepItem>& items) {
   if (from != &items) items.swap(scratch_);
 }
 
+// The other threads inside at `item`'s start, from the calls in progress (active_, which `item`
+// joins): all of them, those requesting bytes, those that ran through their call, those of a
+// near size.  Only a call that starts in the trusted part of its window knows them.
+void WindowSweep::meet_others(SweepItem& item, uint64_t end, bool trusted) {
+  const uint64_t start = item.event.start_tick;
+  const bool allocating = allocates(item.event.op);
+  const bool short_call = item.event.duration_ticks < config_.running_ticks;
+  const uint32_t group = item.event.bucket == kBucketUnknown ? kUnknownGroup : size_group(item.event.size);
+  uint32_t others = 0, others_allocating = 0, others_running = 0, others_near = 0;
+  bool replaced = false;
+  for (size_t i = 0; i < active_.size();) {
+    if (active_[i].end <= start) {
+      active_[i] = active_.back();
+      active_.pop_back();
+      continue;
+    }
+    if (active_[i].thread == item.thread) {
+      if (!replaced) {
+        active_[i] = Running{end, item.thread, allocating, short_call, group};  // one call at a time: this one replaces it
+        replaced = true;
+      }
+    } else {
+      ++others;
+      others_allocating += active_[i].allocating;
+      others_running += active_[i].short_call;
+      others_near += !sizes_apart(active_[i].group, group);
+    }
+    ++i;
+  }
+  if (!replaced) active_.push_back(Running{end, item.thread, allocating, short_call, group});
+  if (trusted) {
+    item.inside = static_cast<int32_t>(others);
+    item.inside_allocating = static_cast<int32_t>(others_allocating);
+    item.inside_running = static_cast<int32_t>(others_running);
+    item.inside_near_size = static_cast<int32_t>(others_near);
+    ++totals_.classified;
+  }
+}
+
 void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
   settled_any_ = true;
   last_settled_ = window;
@@ -207,38 +246,7 @@ void WindowSweep::settle(uint64_t window, std::vector<SweepItem>& items) {
     heap_.push_back(Point{std::max(end, start + 1), static_cast<uint32_t>(index)});
     std::push_heap(heap_.begin(), heap_.end(), later_end);
 
-    const bool allocating = allocates(item.event.op);
-    const bool short_call = item.event.duration_ticks < config_.running_ticks;
-    const uint32_t group = item.event.bucket == kBucketUnknown ? kUnknownGroup : size_group(item.event.size);
-    uint32_t others = 0, others_allocating = 0, others_running = 0, others_near = 0;
-    bool replaced = false;
-    for (size_t i = 0; i < active_.size();) {
-      if (active_[i].end <= start) {
-        active_[i] = active_.back();
-        active_.pop_back();
-        continue;
-      }
-      if (active_[i].thread == item.thread) {
-        if (!replaced) {
-          active_[i] = Running{end, item.thread, allocating, short_call, group};  // one call at a time: this one replaces it
-          replaced = true;
-        }
-      } else {
-        ++others;
-        others_allocating += active_[i].allocating;
-        others_running += active_[i].short_call;
-        others_near += !sizes_apart(active_[i].group, group);
-      }
-      ++i;
-    }
-    if (!replaced) active_.push_back(Running{end, item.thread, allocating, short_call, group});
-    if (start >= lo && start < hi) {
-      item.inside = static_cast<int32_t>(others);
-      item.inside_allocating = static_cast<int32_t>(others_allocating);
-      item.inside_running = static_cast<int32_t>(others_running);
-      item.inside_near_size = static_cast<int32_t>(others_near);
-      ++totals_.classified;
-    }
+    meet_others(item, end, start >= lo && start < hi);
   }
   end_calls_until(~uint64_t{0});
 

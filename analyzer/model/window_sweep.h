@@ -121,6 +121,7 @@ class WindowSweep {
   void settle_ready();
   void settle(uint64_t window, std::vector<SweepItem>& items);
   void sort_by_start(std::vector<SweepItem>& items);
+  void meet_others(SweepItem& item, uint64_t end, bool trusted);
 
   SweepConfig config_;
   Sink sink_;

@@ -2,6 +2,7 @@
 // the JSON schema is documented in docs/compare.md: keep the two in step).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "render/compare.h"
@@ -91,15 +92,80 @@ std::string footnote(const CompareResult& r) {
               : "");
 }
 
+}  // namespace
+
+std::string compare_analysis_error(const CompareRow& row) {
+  switch (row.analysis_gap) {
+    case AnalysisGap::None: return "";
+    case AnalysisGap::NoProfile: return "no run wrote a profile";
+    case AnalysisGap::NoneTimed:
+      return fmt::format(
+          "none of its {} allocator calls was timed (a run too short for the sampling: try --sample with a small N)",
+          group_digits(row.calls));
+    case AnalysisGap::Failed: return row.analysis_failure;
+  }
+  return "";
+}
+
+std::string compare_coverage_reason(const CompareRow& row) {
+  switch (row.coverage_gap) {
+    case CoverageGap::None: return "";
+    case CoverageGap::Baseline: return "the baseline";
+    case CoverageGap::BaselineNoProfile: return "the baseline has no profile";
+    case CoverageGap::NoProfile: return "no run wrote a profile";
+    case CoverageGap::BaselineNoAttribution: return "the baseline has no attribution";
+    case CoverageGap::NoAttribution: return "this row has no attribution";
+    case CoverageGap::SameThreadTime: return "the two median runs take the same thread time within 2 %: no gap to attribute";
+    case CoverageGap::Failed: return row.coverage_failure;
+  }
+  return "";
+}
+
+std::vector<std::string> compare_run_notes(const CompareResult& result) {
+  std::vector<std::string> notes;
+  for (const auto& row : result.rows) {
+    std::vector<int> statuses;
+    const CompareRun* last_failed = nullptr;
+    for (const auto& run : row.runs) {
+      if (run.status == 0) continue;
+      if (std::find(statuses.begin(), statuses.end(), run.status) == statuses.end()) statuses.push_back(run.status);
+      last_failed = &run;
+    }
+    if (last_failed) {
+      std::string list;
+      for (const int status : statuses) list += (list.empty() ? "" : ", ") + std::to_string(status);
+      const size_t failed = row.runs.size() - row.ok_runs;
+      std::string note = fmt::format("{}: the workload exited with status {} in {} of {} {}", row.spec.name, list,
+                                     failed, row.runs.size(), row.runs.size() == 1 ? "run" : "runs");
+      note += row.ok_runs > 0 ? "; the medians are of the runs that exited 0" : "; the medians are of these runs";
+      if (!last_failed->last_output.empty()) note += fmt::format(" (last output: \"{}\")", last_failed->last_output);
+      notes.push_back(note);
+    }
+    if (row.analysis_gap != AnalysisGap::None) {
+      notes.push_back(fmt::format("{}: no attribution: {}", row.spec.name, compare_analysis_error(row)));
+    } else if (share_unsure(row)) {
+      notes.push_back(fmt::format(
+          "{}: the allocator's share is unsure: {:.1f} % ± {:.1f} % of thread time, from {} timed calls (record "
+          "longer, or with a smaller --sample)",
+          row.spec.name, 100 * *row.allocator_share, 100 * *row.allocator_error_share, group_digits(row.timed_calls)));
+    }
+  }
+  return notes;
+}
+
+namespace {
+
 std::vector<std::string> all_notes(const CompareResult& r) {
   std::vector<std::string> notes;
   for (const auto& s : r.skipped) notes.push_back(fmt::format("skipped {}: {}", s.name, s.reason));
   for (const auto& row : r.rows) {
-    if (!row.coverage && !row.coverage_reason.empty() && &row != &r.rows.front()) {
-      notes.push_back(fmt::format("{}: no coverage: {}", row.spec.name, row.coverage_reason));
+    const std::string reason = compare_coverage_reason(row);
+    if (!row.coverage && !reason.empty() && &row != &r.rows.front()) {
+      notes.push_back(fmt::format("{}: no coverage: {}", row.spec.name, reason));
     }
   }
-  notes.insert(notes.end(), r.notes.begin(), r.notes.end());
+  const std::vector<std::string> run_notes = compare_run_notes(r);
+  notes.insert(notes.end(), run_notes.begin(), run_notes.end());
   if (r.output_dir) notes.push_back(fmt::format("profiles and the runs' output: {}", printable(r.output_dir->string())));
   return notes;
 }
@@ -209,7 +275,8 @@ std::string compare_json(const CompareResult& r) {
       w.key("contention").null();
     }
     w.field("timed_calls", row.timed_calls);
-    w.field("analysis_error", row.analysis_error.empty() ? std::optional<std::string>() : row.analysis_error);
+    const std::string analysis_error = compare_analysis_error(row);
+    w.field("analysis_error", analysis_error.empty() ? std::optional<std::string>() : analysis_error);
     w.key("top_classes").begin_array();
     for (const auto& c : row.top_classes) {
       w.begin_object();
@@ -221,7 +288,8 @@ std::string compare_json(const CompareResult& r) {
     w.field("coverage", rounded(row.coverage, 1e4));
     w.field("wall_coverage", rounded(row.wall_coverage, 1e4));
     w.field("thread_gap_share", rounded(row.thread_gap_share, 1e4));
-    w.field("coverage_reason", row.coverage_reason.empty() ? std::optional<std::string>() : row.coverage_reason);
+    const std::string coverage_reason = compare_coverage_reason(row);
+    w.field("coverage_reason", coverage_reason.empty() ? std::optional<std::string>() : coverage_reason);
     if (r.locks) {
       w.field("lock_share", rounded(row.lock_share, 1e4)).field("top_lock", row.top_lock);
       w.field("explained", rounded(row.explained, 1e4));
@@ -247,7 +315,7 @@ std::string compare_json(const CompareResult& r) {
   for (const auto& s : r.skipped) w.begin_object().field("name", s.name).field("reason", s.reason).end_object();
   w.end_array();
   w.key("notes").begin_array();
-  for (const auto& note : r.notes) w.value(note);
+  for (const auto& note : compare_run_notes(r)) w.value(note);
   w.end_array();
   w.field("output_dir", r.output_dir ? std::optional<std::string>(r.output_dir->string()) : std::nullopt);
   w.field("exit_status", r.exit_status);
@@ -275,8 +343,8 @@ std::string compare_verdict(const CompareResult& r) {
                                  worst->delta_pct);
   if (worst->coverage) {
     text += fmt::format("; the allocator explains {:.0f} % of the thread-time gap", 100 * *worst->coverage);
-  } else if (!worst->coverage_reason.empty()) {
-    text += "; no coverage: " + worst->coverage_reason;
+  } else if (const std::string reason = compare_coverage_reason(*worst); !reason.empty()) {
+    text += "; no coverage: " + reason;
   }
   if (worst->allocator_share && worst->allocator_unsure) {
     text += ". Its allocator's share of thread time is unsure (run too short: record longer, or with a smaller --sample)";

@@ -27,6 +27,34 @@ const char* part_words(DiffPartKind kind) {
 }
 
 // With both runs recorded with --locks and a gap to share: what the program's own locks take of it.
+// Why the diff compares per call, or why it has no coverage; "" when the runs did the same work.
+std::string work_reason(const WorkComparison& w) {
+  if (w.calls_base == 0 || w.calls_other == 0) {
+    return fmt::format("{} made no allocator calls: there is nothing to compare per call, and no coverage",
+                       w.calls_base == 0 ? "BASE" : "OTHER");
+  }
+  if (!w.per_call) return "";
+  return fmt::format("The two runs did different work: BASE made {} allocator calls, OTHER {} (x{:.3f}), so "
+                     "their times do not compare as they are (a benchmark that runs for a fixed time makes as "
+                     "many calls as it can). Compared per call: BASE's times are scaled to OTHER's calls "
+                     "(BASE's cost per call x OTHER's calls); this assumes the program's work outside the "
+                     "allocator grows with its calls.",
+                     group_digits(w.calls_base), group_digits(w.calls_other), w.ratio);
+}
+
+// Why there is no attribution to shapes; "" when there is one.
+std::string shape_note(const DiffReport& d) {
+  const char* which = nullptr;
+  switch (d.missing_trace) {
+    case MissingTrace::None: return "";
+    case MissingTrace::Both: which = "neither profile is"; break;
+    case MissingTrace::Base: which = "BASE is not"; break;
+    case MissingTrace::Other: which = "OTHER is not"; break;
+  }
+  return fmt::format("Shape attribution needs two profiles recorded with `allocscope record --trace`; "
+                     "{} a trace.", which);
+}
+
 std::string lock_sentence(const DiffReport& d) {
   if (!d.locks || !d.locks_share) return "";
   const RunSide& worse = d.locks_delta_ns >= 0 ? d.other : d.base;
@@ -41,8 +69,8 @@ std::string lock_sentence(const DiffReport& d) {
 }  // namespace
 
 std::string diff_verdict_text(const DiffReport& d) {
-  if (d.work.calls_base == 0 || d.work.calls_other == 0) return d.work.reason;
-  const std::string work = d.work.per_call ? d.work.reason + " " : "";
+  if (d.work.calls_base == 0 || d.work.calls_other == 0) return work_reason(d.work);
+  const std::string work = d.work.per_call ? work_reason(d.work) + " " : "";
   const double k = d.work.per_call ? d.work.ratio : 1.0;
   if (same_thread_time(d)) {
     return work + fmt::format("The two runs take the same thread time{} within 2 % ({}): there is no gap "
@@ -247,7 +275,7 @@ std::string diff_text(const DiffReport& d) {
   out += "By operation\n";
   out += ops.render();
   out += "\n";
-  out += d.shape_gap ? shape_gap_text(*d.shape_gap) : d.shape_note + "\n";
+  out += d.shape_gap ? shape_gap_text(*d.shape_gap) : shape_note(d) + "\n";
   return out;
 }
 
@@ -317,7 +345,7 @@ std::string diff_json(const DiffReport& d) {
   w.field("attributed_unsure", d.attributed_unsure);
   w.key("work").begin_object();
   w.field("calls_base", d.work.calls_base).field("calls_other", d.work.calls_other).field("ratio", d.work.ratio);
-  w.field("per_call", d.work.per_call).field("reason", d.work.reason);
+  w.field("per_call", d.work.per_call).field("reason", work_reason(d.work));
   w.end_object();
   w.field("calls_delta_ns", json_ns(d.calls_delta_ns)).field("calls_error_ns", json_ns(d.calls_error_ns));
   w.field("faults_delta_ns", json_ns(d.faults_delta_ns)).field("faults_error_ns", json_ns(d.faults_error_ns));
@@ -373,7 +401,7 @@ std::string diff_json(const DiffReport& d) {
     write_shape_gap(w, *d.shape_gap);
   } else {
     w.null();
-    w.field("shape_note", d.shape_note);
+    w.field("shape_note", shape_note(d));
   }
   w.end_object();
   out += "\n";

@@ -6,6 +6,7 @@
 
 #include "render/html_report.h"
 #include "render/html_sections.h"
+#include "render/report_notes.h"
 #include "render/report_verdict.h"
 #include "util/units.h"
 
@@ -198,7 +199,7 @@ void add_notes(HtmlPage& page, const CostReport& r) {
                              group_digits(r.timed), group_digits(r.calls), group_digits(m.events),
                              group_digits(m.events_dropped), group_digits(m.late_events), group_digits(m.windows),
                              group_digits(m.rusage_samples), group_digits(m.rusage_blocked)));
-  for (const auto& c : m.caveats) item(c);
+  for (const auto& c : report_caveats(r)) item(c);
   html += "</ul>";
   page.section("Notes on the model and the data", "", html);
 }

@@ -5,6 +5,7 @@
 
 #include "util/json_writer.h"
 #include "render/report.h"
+#include "render/report_notes.h"
 #include "render/report_verdict.h"
 #include "render/callsites.h"
 #include "render/lock_report.h"
@@ -118,7 +119,8 @@ void write_contention(JsonWriter& w, const CostReport& r) {
   w.end_object();
 }
 
-void write_model(JsonWriter& w, const ModelNotes& m) {
+void write_model(JsonWriter& w, const CostReport& r) {
+  const ModelNotes& m = r.model;
   w.key("model").begin_object();
   // Picoseconds: the overhead is often below a nanosecond, which integer ns would round to 0.
   w.field("probe_overhead_ps", ns(m.probe_overhead_ns * 1000)).field("window_trim_ns", ns(m.window_trim_ns));
@@ -131,7 +133,7 @@ void write_model(JsonWriter& w, const ModelNotes& m) {
   w.field("blocks_made", m.blocks_made).field("blocks_released", m.blocks_released);
   w.field("unreleased_blocks", m.unreleased_blocks);
   w.key("caveats").begin_array();
-  for (const auto& caveat : m.caveats) w.value(caveat);
+  for (const auto& caveat : report_caveats(r)) w.value(caveat);
   w.end_array();
   w.end_object();
 }
@@ -157,7 +159,7 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   w.field("allocator_time_ns", ns(r.allocator_time_ns)).field("allocator_time_error_ns", ns(r.allocator_error_ns));
   w.field("allocator_time_unsure", r.allocator_unsure);
   w.key("error_bounds").begin_object();
-  w.field("method", r.error.method).field("windows", r.error.windows).field("clusters", r.error.clusters);
+  w.field("method", error_method(r.error)).field("windows", r.error.windows).field("clusters", r.error.clusters);
   w.field("sampled_fraction", fraction(r.error.sampled_fraction));
   w.key("wait_share_bound");
   r.error.wait_share_bound ? w.value(fraction(*r.error.wait_share_bound)) : w.null();
@@ -190,7 +192,7 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
     w.end_object();
   }
   w.end_array();
-  write_model(w, r.model);
+  write_model(w, r);
   if (details.shapes) {
     w.field("has_trace", true);
     write_shape_fields(w, *details.shapes);

@@ -6,6 +6,7 @@
 
 #include "render/contention_wording.h"
 #include "render/report.h"
+#include "render/report_notes.h"
 #include "render/report_verdict.h"
 #include "render/callsites.h"
 #include "render/lock_report.h"
@@ -79,7 +80,7 @@ std::string header(const CostReport& r) {
   fields.add_row({"allocator time", r.calls > 0 && r.timed == 0 ? std::string("unknown (unsure): no call was timed") :
                   fmt::format("{} ± {}{} = {} of {} thread time", dur(r.allocator_time_ns), dur(r.allocator_error_ns),
                               r.allocator_unsure ? " (unsure)" : "", format_percent(r.allocator_share, 1), dur(r.thread_time_ns))});
-  fields.add_row({"", fmt::format("± bound: {}", r.error.method)});
+  fields.add_row({"", fmt::format("± bound: {}", error_method(r.error))});
   const double t = r.split.total();
   fields.add_row({"", fmt::format("fast path {}, slow but running {}, waiting {}", pct_of(r.split.fast_ns, t),
                                   pct_of(r.split.slow_ns, t), pct_of(r.split.wait_ns, t))});
@@ -231,7 +232,7 @@ std::string model_section(const CostReport& r) {
                                         count(m.blocks_released), count(m.unreleased_blocks))});
   fields.add_row({"", "(releases count in the classes of the blocks made; each realloc makes one)"});
   std::string body = fields.render();
-  for (const auto& caveat : m.caveats) body += wrap_words("note: " + caveat, kWidth, "  ");
+  for (const auto& caveat : report_caveats(r)) body += wrap_words("note: " + caveat, kWidth, "  ");
   return section("Model (docs/analysis.md)", body);
 }
 

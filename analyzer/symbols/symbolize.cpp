@@ -53,6 +53,11 @@ std::string FrameInfo::name() const {
   return fmt::format("0x{:x}", address);
 }
 
+std::string FrameInfo::innermost() const {
+  if (!source.empty() && !source.front().function.empty()) return source.front().function;
+  return name();
+}
+
 std::string FrameInfo::location() const {
   for (const SourceFrame& f : source) {
     if (!f.file.empty() && f.line) return fmt::format("{}:{}", base_name(f.file), f.line);

@@ -44,6 +44,8 @@ struct FrameInfo {
 
   // "function", else "basename(module)+0xoffset", else "0xaddress".
   std::string name() const;
+  // The innermost function at the address: an inlined one when addr2line knows, else name().
+  std::string innermost() const;
   // The innermost source position, "file:line", or "" when unknown.
   std::string location() const;
 };

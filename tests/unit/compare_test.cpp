@@ -1,5 +1,6 @@
 // `allocscope compare`: its command line, the order of the runs, medians (analyzer/run/compare.h).
 #include "commands/commands.h"
+#include "render/compare.h"
 #include "run/compare.h"
 
 #include <gtest/gtest.h>
@@ -141,11 +142,11 @@ TEST(CompareSummary, MediansOfTheRunsThatExitedZeroAndTheFirstFailureStatus) {
   EXPECT_EQ(result.exit_status, 3);
   // No profiles: no attribution, and each row says why.
   EXPECT_FALSE(base.allocator_share);
-  EXPECT_EQ(base.analysis_error, "no run wrote a profile");
+  EXPECT_EQ(compare_analysis_error(base), "no run wrote a profile");
   EXPECT_FALSE(other.coverage);
-  EXPECT_EQ(other.coverage_reason, "the baseline has no profile");
+  EXPECT_EQ(compare_coverage_reason(other), "the baseline has no profile");
   std::string notes;
-  for (const auto& note : result.notes) notes += note + "\n";
+  for (const auto& note : compare_run_notes(result)) notes += note + "\n";
   EXPECT_NE(notes.find("other: the workload exited with status 3 in 1 of 3 runs"), std::string::npos) << notes;
   EXPECT_NE(notes.find("broken: the workload exited with status 5, 7 in 3 of 3 runs"), std::string::npos) << notes;
   EXPECT_NE(notes.find("boom"), std::string::npos) << notes;
