@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace allocscope {
 namespace {
@@ -134,138 +135,147 @@ const char* contention_kind_name(ContentionKind kind) {
   return "unsure";
 }
 
-ContentionVerdict judge_contention(const ContentionInputs& in) {
-  ContentionVerdict v;
-  v.inputs = in;
-  v.blocking = in.rusage_blocked > 0 || in.slow_slept > 0;
-  v.oversubscribed = in.cpus > 0 && in.max_live_threads > in.cpus;
-  auto set = [&](ContentionKind kind, ContentionReason reason, double confidence) {
-    v.kind = kind;
-    v.reason = reason;
-    v.confidence = std::clamp(confidence, 0.0, 1.0);
-  };
-  if (in.busy_threads < 2) {
-    set(ContentionKind::SingleThread, ContentionReason::OneThread, 1.0);
-    return v;
+namespace {
+
+// One rule's verdict; rules run in order and the first that decides wins (judge_contention).
+struct Decision {
+  ContentionKind kind;
+  ContentionReason reason;
+  double confidence;
+};
+using Rule = std::optional<Decision>;
+
+// At least kMinSlept slow calls slept inside the allocator, and kSleptShare of those whose
+// switches are known: threads wait there for something another thread holds.
+bool sleeps_inside(const ContentionInputs& in) {
+  return in.slow_slept >= kMinSlept &&
+         static_cast<double>(in.slow_slept) >= kSleptShare * static_cast<double>(in.slow_switched);
+}
+
+// Any of S, S over allocating neighbours and S over running ones has its lower bound above `above`.
+bool any_slower_than(const ExclusionMeasure& a, double above) {
+  return (a.slower.value && a.slower.low() > above) || (a.by_allocating.value && a.by_allocating.low() > above) ||
+         (a.by_running.value && a.by_running.low() > above);
+}
+
+// Calls that slept behind a call of a size twice apart, the only other thread inside: the lock
+// they waited for serves both sizes.  Joined, such pairs span most sizes, and every thread's
+// allocations slept too: one lock serves them all (sleep_pairs.h).  A lock per class never pairs
+// sizes twice apart; a lock that one thread's frees share with another's allocations leaves the
+// freeing thread's allocations awake.  Calls seen taking turns within classes only say otherwise.
+Rule by_sleep_pairs(const ContentionInputs& in) {
+  const SleepPairsMeasure& p = in.sleep_pairs;
+  const CoincidenceMeasure& q = in.ends;
+  const bool turns_within_classes = q.value && q.high() < kTurnsBelow && in.ends_across.value &&
+                                    in.ends_across.low() > kTurnsBelow;
+  const double apart_share = p.pairs ? static_cast<double>(p.apart) / static_cast<double>(p.pairs) : 0;
+  const double apart_low = apart_share - 2 * std::sqrt(apart_share * (1 - apart_share) / std::max<double>(1, p.pairs));
+  if (!sleeps_inside(in) || turns_within_classes || p.apart < kMinApartSleeps || apart_low < kApartOfMet * p.met_apart_share ||
+      p.joined_share < kJoinedShare || !p.threads_joined || p.min_thread_slept_allocating < kMinThreadSleeps) {
+    return std::nullopt;
   }
-  if (in.timed == 0) {
-    set(ContentionKind::Unsure, ContentionReason::NotTimed, 0);
-    return v;
-  }
+  const double by_pairs = static_cast<double>(p.apart - kMinApartSleeps) / static_cast<double>(kMinApartSleeps);
+  const double by_share = (p.joined_share - kJoinedShare) / (1 - kJoinedShare);
+  return Decision{ContentionKind::GlobalLock, ContentionReason::SleepsAcrossSizes,
+                  0.5 + 0.5 * std::min(1.0, std::min(by_pairs, by_share))};
+}
+
+// Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
+// exclusion does that; whether it spans size classes tells one lock from a lock per class.  A
+// shallow hole needs met calls that wait as well: measured, a lock-free allocator with locks of
+// its own (tcmalloc at 8 threads beside a CPU hog) once read 0.78 (bounds 0.76-0.81).
+Rule by_turns(const ContentionInputs& in) {
+  const CoincidenceMeasure& q = in.ends;
+  if (!q.value || q.high() >= kTurnsBelow || (q.high() >= kDeepTurnsBelow && !any_slower_than(in.allocating, kCorroborateAbove)))
+    return std::nullopt;
+  const double confidence = normal_cdf((kTurnsBelow - *q.value) / std::max(1e-9, q.se));
+  const CoincidenceMeasure& x = in.ends_across;
+  if (x.value && x.low() > kTurnsBelow) return Decision{ContentionKind::Partial, ContentionReason::TurnsWithinClasses, confidence};
+  if (x.value && x.high() >= kTurnsBelow) return Decision{ContentionKind::Unsure, ContentionReason::MixedClasses, 0};
+  return Decision{ContentionKind::GlobalLock, ContentionReason::TakeTurns, confidence};
+}
+
+// Met calls slower while ends coincide freely: something slows a call when another thread is
+// inside — a lock handed over before its holder's call ends (a sleeping lock whose holder wakes
+// the next thread after releasing it), or interference that is no lock at all (shared caches,
+// page faults, the kernel).  Both have been measured; the run cannot tell them apart.
+// Slow calls that sleep inside the allocator tell a lock from interference: interference slows
+// a call on its CPU, or takes the CPU away (an involuntary switch); a thread that sleeps inside
+// an allocator call waits for something another thread holds.  Whether that is one lock for
+// all classes, met calls' durations cannot tell (the sleep pairs above can, when they see
+// enough): measured, a lock per size class (libclasslock_alloc.so) under the stress harness,
+// whose threads sweep their sizes in step, read met calls slower by as much beside sizes twice
+// apart (0.59-0.62) with as many sleeping calls (11-38 %) as musl's and a global mutex's runs;
+// and a lock shared by a producer and its consumer (glibc's arena under cross-thread frees) is
+// one lock for two threads.  So it is said, and left unsure.
+Rule by_slowness(const ContentionInputs& in) {
+  const ExclusionMeasure& a = in.allocating;
+  if (!any_slower_than(a, kExcludedAbove)) return std::nullopt;
+  const SlowerMeasure& x = a.apart;
+  if (sleeps_inside(in) && x.value && x.low() > kCorroborateAbove && a.uncontended_share < kSleepLockParallelBelow)
+    return Decision{ContentionKind::Unsure, ContentionReason::SleepWhenMet, 0};
+  return Decision{ContentionKind::Unsure, ContentionReason::SlowerWithoutTurns, 0};
+}
+
+// With both measures taken and no turns, no slowdown: "none" needs both — ends that coincide as
+// chance says, and met calls no slower (three standard errors), allocations that met allocations
+// included.  Where every slow call's switches were read and none slept inside the allocator, a
+// waiting thread could only have spun on a lock that leaves the calls' ends apart (turns, above):
+// met calls then need only be no slower within 2σ of 0.54.  Met calls faster than alone ones is
+// not what running side by side does: the calls made alone were slowed by something the windows
+// did not see (a thread asleep inside a call that began before the window, whose wake-up the
+// caller pays).
+Decision by_parallel_calls(const ContentionInputs& in) {
   const ExclusionMeasure& a = in.allocating;
   const SlowerMeasure& s = a.slower;
   const SlowerMeasure& b = a.by_allocating;
   const SlowerMeasure& r = a.by_running;
   const CoincidenceMeasure& q = in.ends;
-  const bool sleeps_inside = in.slow_slept >= kMinSlept &&
-                             static_cast<double>(in.slow_slept) >= kSleptShare * static_cast<double>(in.slow_switched);
-  // Calls that slept behind a call of a size twice apart, the only other thread inside: the lock
-  // they waited for serves both sizes.  Joined, such pairs span most sizes, and every thread's
-  // allocations slept too: one lock serves them all (sleep_pairs.h).  A lock per class never pairs
-  // sizes twice apart; a lock that one thread's frees share with another's allocations leaves the
-  // freeing thread's allocations awake.
-  const SleepPairsMeasure& p = in.sleep_pairs;
-  const bool turns_within_classes = q.value && q.high() < kTurnsBelow && in.ends_across.value &&
-                                    in.ends_across.low() > kTurnsBelow;
-  const double apart_share = p.pairs ? static_cast<double>(p.apart) / static_cast<double>(p.pairs) : 0;
-  const double apart_low = apart_share - 2 * std::sqrt(apart_share * (1 - apart_share) / std::max<double>(1, p.pairs));
-  if (sleeps_inside && !turns_within_classes && p.apart >= kMinApartSleeps && apart_low >= kApartOfMet * p.met_apart_share &&
-      p.joined_share >= kJoinedShare && p.threads_joined && p.min_thread_slept_allocating >= kMinThreadSleeps) {
-    const double by_pairs = static_cast<double>(p.apart - kMinApartSleeps) / static_cast<double>(kMinApartSleeps);
-    const double by_share = (p.joined_share - kJoinedShare) / (1 - kJoinedShare);
-    set(ContentionKind::GlobalLock, ContentionReason::SleepsAcrossSizes, 0.5 + 0.5 * std::min(1.0, std::min(by_pairs, by_share)));
-    return v;
-  }
-  if (!s.value && !q.value) {
-    set(ContentionKind::Unsure, ContentionReason::TooFewMet, 0);
-    return v;
-  }
-  // Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
-  // exclusion does that; whether it spans size classes tells one lock from a lock per class.  A
-  // shallow hole needs met calls that wait as well: measured, a lock-free allocator with locks of
-  // its own (tcmalloc at 8 threads beside a CPU hog) once read 0.78 (bounds 0.76-0.81).
-  const bool met_wait = (s.value && s.low() > kCorroborateAbove) || (b.value && b.low() > kCorroborateAbove) ||
-                        (r.value && r.low() > kCorroborateAbove);
-  if (q.value && q.high() < kTurnsBelow && (q.high() < kDeepTurnsBelow || met_wait)) {
-    const double confidence = normal_cdf((kTurnsBelow - *q.value) / std::max(1e-9, q.se));
-    const CoincidenceMeasure& x = in.ends_across;
-    if (x.value && x.low() > kTurnsBelow) {
-      set(ContentionKind::Partial, ContentionReason::TurnsWithinClasses, confidence);
-    } else if (x.value && x.high() >= kTurnsBelow) {
-      set(ContentionKind::Unsure, ContentionReason::MixedClasses, 0);
-    } else {
-      set(ContentionKind::GlobalLock, ContentionReason::TakeTurns, confidence);
-    }
-    return v;
-  }
+  if (!s.value || !q.value) return Decision{ContentionKind::Unsure, ContentionReason::TooFewMet, 0};
+  if (s.high() < kDisturbedBelow) return Decision{ContentionKind::Unsure, ContentionReason::Disturbed, 0};
   const double se = std::max(1e-9, s.se);
-  const bool slower = (s.value && s.low() > kExcludedAbove) || (b.value && b.low() > kExcludedAbove) ||
-                      (r.value && r.low() > kExcludedAbove);
-  // Met calls slower while ends coincide freely: something slows a call when another thread is
-  // inside — a lock handed over before its holder's call ends (a sleeping lock whose holder wakes
-  // the next thread after releasing it), or interference that is no lock at all (shared caches,
-  // page faults, the kernel).  Both have been measured; the run cannot tell them apart.
-  // Slow calls that sleep inside the allocator tell a lock from interference: interference slows
-  // a call on its CPU, or takes the CPU away (an involuntary switch); a thread that sleeps inside
-  // an allocator call waits for something another thread holds.  Whether that is one lock for
-  // all classes, met calls' durations cannot tell (the sleep pairs above can, when they see
-  // enough): measured, a lock per size class (libclasslock_alloc.so)
-  // under the stress harness, whose threads sweep their sizes in step, read met calls slower by
-  // as much beside sizes twice apart (0.59-0.62) with as many sleeping calls (11-38 %) as musl's
-  // and a global mutex's runs; and a lock shared by a producer and its consumer (glibc's arena
-  // under cross-thread frees) is one lock for two threads.  So it is said, and left unsure.
-  if (slower) {
-    const SlowerMeasure& x = a.apart;
-    if (sleeps_inside && x.value && x.low() > kCorroborateAbove && a.uncontended_share < kSleepLockParallelBelow) {
-      set(ContentionKind::Unsure, ContentionReason::SleepWhenMet, 0);
-    } else {
-      set(ContentionKind::Unsure, ContentionReason::SlowerWithoutTurns, 0);
-    }
-    return v;
-  }
-  if (!s.value || !q.value) {
-    set(ContentionKind::Unsure, ContentionReason::TooFewMet, 0);
-    return v;
-  }
-  // Met calls faster than alone ones is not what running side by side does: the calls made alone
-  // were slowed by something the windows did not see (a thread asleep inside a call that began
-  // before the window, whose wake-up the caller pays).
-  if (s.high() < kDisturbedBelow) {
-    set(ContentionKind::Unsure, ContentionReason::Disturbed, 0);
-    return v;
-  }
-  // "None" needs both: ends that coincide as chance says, and met calls no slower (three
-  // standard errors), allocations that met allocations included.
-  // Where every slow call's switches were read and none slept inside the allocator, a waiting
-  // thread could only have spun on a lock that leaves the calls' ends apart (turns, above): met
-  // calls then need only be no slower within 2σ of 0.54.
   const bool awake = in.switches_recorded && in.rusage_blocked == 0 &&
                      static_cast<double>(in.slow_slept) <= kAwakeSleptShare * static_cast<double>(in.slow_switched);
   const double parallel_below = awake ? kParallelAwakeBelow : kParallelBelow;
   const bool no_slower = awake ? s.high() < kParallelAwakeBelow : *s.value + 3 * se < kParallelBelow;
   const bool parallel = q.low() > kTurnsBelow && no_slower && (!b.value || b.high() < kByAllocatingBelow) &&
                         (!r.value || r.high() < kByAllocatingBelow);
-  const bool sleeping = sleeps_inside || (in.rusage_blocked >= kMinBlockedSamples &&
-                                          static_cast<double>(in.rusage_blocked) >=
-                                              kSleepingShare * static_cast<double>(in.rusage_samples));
-  if (parallel && sleeping) {
-    set(ContentionKind::Unsure, ContentionReason::Sleeping, 0);
-    return v;
-  }
-  if (parallel) {
-    const double confidence = std::min(normal_cdf((parallel_below - *s.value) / se),
-                                       normal_cdf((*q.value - kTurnsBelow) / std::max(1e-9, q.se)));
-    const ExclusionMeasure& f = in.freeing;
-    if (a.contended_share >= kPartialMinExcluded) {
-      set(ContentionKind::Partial, ContentionReason::ExcludedSome, confidence);
-    } else if (f.slower.value && f.slower.low() > kExcludedAbove) {
-      set(ContentionKind::Partial, ContentionReason::FreesExcluded, confidence);
-    } else {
-      set(ContentionKind::None, ContentionReason::Parallel, confidence);
-    }
-    return v;
-  }
-  set(ContentionKind::Unsure, ContentionReason::Ambiguous, 0);
+  if (!parallel) return Decision{ContentionKind::Unsure, ContentionReason::Ambiguous, 0};
+  const bool sleeping = sleeps_inside(in) || (in.rusage_blocked >= kMinBlockedSamples &&
+                                              static_cast<double>(in.rusage_blocked) >=
+                                                  kSleepingShare * static_cast<double>(in.rusage_samples));
+  if (sleeping) return Decision{ContentionKind::Unsure, ContentionReason::Sleeping, 0};
+  const double confidence = std::min(normal_cdf((parallel_below - *s.value) / se),
+                                     normal_cdf((*q.value - kTurnsBelow) / std::max(1e-9, q.se)));
+  if (a.contended_share >= kPartialMinExcluded) return Decision{ContentionKind::Partial, ContentionReason::ExcludedSome, confidence};
+  const ExclusionMeasure& f = in.freeing;
+  if (f.slower.value && f.slower.low() > kExcludedAbove)
+    return Decision{ContentionKind::Partial, ContentionReason::FreesExcluded, confidence};
+  return Decision{ContentionKind::None, ContentionReason::Parallel, confidence};
+}
+
+// The rules in order (docs/analysis.md, "The verdict").
+Decision decide(const ContentionInputs& in) {
+  if (in.busy_threads < 2) return Decision{ContentionKind::SingleThread, ContentionReason::OneThread, 1.0};
+  if (in.timed == 0) return Decision{ContentionKind::Unsure, ContentionReason::NotTimed, 0};
+  if (const Rule d = by_sleep_pairs(in)) return *d;
+  if (!in.allocating.slower.value && !in.ends.value) return Decision{ContentionKind::Unsure, ContentionReason::TooFewMet, 0};
+  if (const Rule d = by_turns(in)) return *d;
+  if (const Rule d = by_slowness(in)) return *d;
+  return by_parallel_calls(in);
+}
+
+}  // namespace
+
+ContentionVerdict judge_contention(const ContentionInputs& in) {
+  ContentionVerdict v;
+  v.inputs = in;
+  v.blocking = in.rusage_blocked > 0 || in.slow_slept > 0;
+  v.oversubscribed = in.cpus > 0 && in.max_live_threads > in.cpus;
+  const Decision d = decide(in);
+  v.kind = d.kind;
+  v.reason = d.reason;
+  v.confidence = std::clamp(d.confidence, 0.0, 1.0);
   return v;
 }
 
