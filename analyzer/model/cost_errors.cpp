@@ -67,26 +67,31 @@ ShareBounds share_bounds_of(const std::vector<WindowClusters::Cluster>& clusters
 // takes that share of the operation's time.
 constexpr uint32_t kAllClasses = ~uint32_t{0} / kOpSlots;
 
-WindowErrors window_errors(const Pass2& p2, const PooledCells& cells_all, size_t n_class_slots) {
-  WindowErrors we;
-  const auto& clusters = p2.clusters.clusters();
-  auto estimate_cell = [](uint32_t cell) { return releases(cell % kOpSlots) ? kAllClasses * kOpSlots + cell % kOpSlots : cell; };
-  std::array<double, kOpSlots> release_calls{};  // N of each releasing operation, over its classes
-  for (const auto& [k, pc] : cells_all) {
-    if (k.op < kOpSlots && releases(k.op)) release_calls[k.op] += static_cast<double>(pc.counters.calls);
-  }
+// The releasing operations' calls over all classes (N), each class's share of them (N_c / N),
+// and the windows' sums by estimate cell: releases merged over their classes into kAllClasses.
+struct EstimateCells {
+  std::array<double, kOpSlots> release_calls{};
   std::array<std::vector<std::pair<uint32_t, double>>, kOpSlots> release_shares;  // (class cell, N_c / N)
+  std::vector<WindowClusters::Cluster> clusters;
+};
+
+EstimateCells estimate_cells(const std::vector<WindowClusters::Cluster>& clusters, const PooledCells& cells_all,
+                             size_t n_class_slots) {
+  EstimateCells e;
+  auto estimate_cell = [](uint32_t cell) { return releases(cell % kOpSlots) ? kAllClasses * kOpSlots + cell % kOpSlots : cell; };
   for (const auto& [k, pc] : cells_all) {
-    if (k.op < kOpSlots && releases(k.op) && release_calls[k.op] > 0 && pc.counters.calls > 0 && k.cls < n_class_slots)
-      release_shares[k.op].emplace_back(k.cls * kOpSlots + k.op, static_cast<double>(pc.counters.calls) / release_calls[k.op]);
+    if (k.op < kOpSlots && releases(k.op)) e.release_calls[k.op] += static_cast<double>(pc.counters.calls);
   }
-  // Each cluster's sums by estimate cell (releases merged over their classes).
-  std::vector<WindowClusters::Cluster> by_estimate(clusters.size());
+  for (const auto& [k, pc] : cells_all) {
+    if (k.op < kOpSlots && releases(k.op) && e.release_calls[k.op] > 0 && pc.counters.calls > 0 && k.cls < n_class_slots)
+      e.release_shares[k.op].emplace_back(k.cls * kOpSlots + k.op, static_cast<double>(pc.counters.calls) / e.release_calls[k.op]);
+  }
+  e.clusters.resize(clusters.size());
   for (size_t i = 0; i < clusters.size(); ++i) {
-    WindowClusters::Cluster& out = by_estimate[i];
+    WindowClusters::Cluster& out = e.clusters[i];
     for (const auto& [cell, sum] : clusters[i]) {
       const uint32_t key = estimate_cell(cell);
-      auto it = std::find_if(out.begin(), out.end(), [key](const auto& e) { return e.first == key; });
+      auto it = std::find_if(out.begin(), out.end(), [key](const auto& x) { return x.first == key; });
       if (it == out.end()) it = out.insert(out.end(), {key, WindowClusters::Sum{}});
       it->second.ticks += sum.ticks;
       it->second.wait += sum.wait;
@@ -94,6 +99,16 @@ WindowErrors window_errors(const Pass2& p2, const PooledCells& cells_all, size_t
       it->second.calls += sum.calls;
     }
   }
+  return e;
+}
+
+WindowErrors window_errors(const Pass2& p2, const PooledCells& cells_all, size_t n_class_slots) {
+  WindowErrors we;
+  const auto& clusters = p2.clusters.clusters();
+  const EstimateCells ec = estimate_cells(clusters, cells_all, n_class_slots);
+  const auto& release_calls = ec.release_calls;
+  const auto& release_shares = ec.release_shares;
+  const std::vector<WindowClusters::Cluster>& by_estimate = ec.clusters;
   CellSums cell_sums;
   std::map<uint32_t, size_t>& cell_clusters = we.cell_clusters;  // cell -> clusters holding timed calls of it
   for (const auto& cluster : by_estimate) {
