@@ -201,16 +201,6 @@ DiffPart largest_part(const DiffReport& d) {
   });
 }
 
-const char* diff_part_name(DiffPartKind kind) {
-  switch (kind) {
-    case DiffPartKind::Waiting: return "waiting";
-    case DiffPartKind::Slow: return "slow";
-    case DiffPartKind::Fast: return "fast";
-    case DiffPartKind::Faults: return "faults";
-  }
-  return "";
-}
-
 bool same_thread_time(const DiffReport& d) {
   const double base_time = (d.work.per_call ? d.work.ratio : 1.0) * d.base.thread_time_ns;
   return base_time > 0 && std::fabs(d.measured_delta_ns) < 0.02 * base_time;
@@ -353,7 +343,9 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   if (comparable && gap && std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
   diff_locks_and_wall(d, k, comparable, gap);
   // No part is named on an unsure difference (the verdict claims no share of the gap then).
-  d.verdict_dominant = same_thread_time(d) || !d.coverage ? "none" : d.attributed_unsure ? "unsure" : diff_part_name(largest_part(d).kind);
+  d.verdict = same_thread_time(d) || !d.coverage ? DiffVerdict::NoGap
+              : d.attributed_unsure            ? DiffVerdict::Unsure
+                                               : DiffVerdict::Part;
   attribute_to_shapes(d, rb, ro);
   return d;
 }

@@ -27,6 +27,27 @@ const char* part_words(DiffPartKind kind) {
 }
 
 // With both runs recorded with --locks and a gap to share: what the program's own locks take of it.
+// The name of a part of the allocator's change: "waiting", "slow", "fast", "faults".
+const char* diff_part_name(DiffPartKind kind) {
+  switch (kind) {
+    case DiffPartKind::Waiting: return "waiting";
+    case DiffPartKind::Slow: return "slow";
+    case DiffPartKind::Fast: return "fast";
+    case DiffPartKind::Faults: return "faults";
+  }
+  return "";
+}
+
+// The verdict's name in the JSON diff: the largest part's, "unsure" or "none".
+const char* diff_verdict_name(const DiffReport& d) {
+  switch (d.verdict) {
+    case DiffVerdict::NoGap: return "none";
+    case DiffVerdict::Unsure: return "unsure";
+    case DiffVerdict::Part: return diff_part_name(largest_part(d).kind);
+  }
+  return "none";
+}
+
 // Why the diff compares per call, or why it has no coverage; "" when the runs did the same work.
 std::string work_reason(const WorkComparison& w) {
   if (w.calls_base == 0 || w.calls_other == 0) {
@@ -392,7 +413,7 @@ std::string diff_json(const DiffReport& d) {
     w.end_object();
   }
   w.end_array();
-  w.key("verdict").begin_object().field("dominant", d.verdict_dominant).field("text", diff_verdict_text(d)).end_object();
+  w.key("verdict").begin_object().field("dominant", diff_verdict_name(d)).field("text", diff_verdict_text(d)).end_object();
   w.key("warnings").begin_array();
   for (const auto& warning : workload_warnings(d)) w.value(warning);
   w.end_array();

@@ -171,7 +171,7 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   w.field("wait_share", fraction(r.contention.wait_share));
   w.key("serialization_index");
   r.contention.serialization_index ? w.value(ratio(*r.contention.serialization_index)) : w.null();
-  w.key("verdict").begin_object().field("dominant", r.verdict.dominant).field("text", verdict_text(r)).end_object();
+  w.key("verdict").begin_object().field("dominant", verdict_name(r.verdict.kind)).field("text", verdict_text(r)).end_object();
   write_contention(w, r);
   w.key("locks");
   write_lock_report_json(w, r.locks);
