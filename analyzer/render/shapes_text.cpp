@@ -106,11 +106,8 @@ std::string shapes_summary_text(const ShapeReport& r) {
 }
 
 std::string shape_groups_text(const ShapeReport& r, size_t rows) {
-  uint64_t calls = 0, time = 0;
-  for (const ShapeGroupRow& g : r.groups) {
-    calls += g.calls;
-    time += g.time_ns;
-  }
+  const GroupTotals totals = group_totals(r.groups);
+  const uint64_t calls = totals.calls, time = totals.time_ns;
   TextTable table({{"shape", Align::Left}, {"classes"}, {"blocks"}, {"calls"}, {"calls %"}, {"time"}, {"time %"}});
   for (size_t i = 0; i < r.groups.size() && i < rows; ++i) {
     const ShapeGroupRow& g = r.groups[i];
