@@ -26,38 +26,32 @@ constexpr std::string_view kUsage =
     "  --no-lines   do not run addr2line (symbols only)\n"
     "  -h, --help   this help\n";
 
+// --top N: call sites per size class, 0 = all.
+size_t parse_top(const std::string& value) {
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+  if (value.empty() || *end || value[0] == '-') throw UsageError(fmt::format("callsites: --top needs a number, not '{}'", value));
+  return static_cast<size_t>(n);
+}
+
 }  // namespace
 
 int callsites_command(CommandArgs args) {
-  std::string file;
-  bool json = false, options_done = false;
+  bool json = false;
   CallSiteOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (!options_done && is_help_flag(arg)) {
-      fmt::print("{}", kUsage);
-      return 0;
-    }
-    if (!options_done && arg == "--json") {
-      json = true;
-    } else if (!options_done && arg == "--no-lines") {
-      options.source_lines = false;
-    } else if (!options_done && (arg == "--top" || arg.starts_with("--top="))) {
-      std::string value = arg == "--top" ? (i + 1 < args.size() ? args[++i] : "") : arg.substr(6);
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
-      if (value.empty() || *end || value[0] == '-') throw UsageError(fmt::format("callsites: --top needs a number, not '{}'", value));
-      options.top = static_cast<size_t>(n);
-    } else if (!options_done && arg == "--") {
-      options_done = true;
-    } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
-      throw UsageError(fmt::format("callsites: unknown option '{}'", arg));
-    } else if (!file.empty()) {
-      throw UsageError("callsites: one FILE only");
-    } else {
-      file = arg;
-    }
+  const auto files = OptionParser("callsites")
+                         .flag("--json", json)
+                         .flag("--no-lines", [&] { options.source_lines = false; })
+                         .value("--top", [&](const std::string& v) { options.top = parse_top(v); },
+                                "callsites: --top needs a number, not ''")
+                         .parse(args);
+  if (!files) {
+    fmt::print("{}", kUsage);
+    return 0;
   }
+  if (files->empty()) throw UsageError("callsites: missing FILE");
+  if (files->size() > 1) throw UsageError("callsites: one FILE only");
+  const std::string& file = files->front();
   if (file.empty()) throw UsageError("callsites: missing FILE");
   const CallSiteReport report = analyze_callsites(file, options);
   fmt::print("{}", json ? callsites_json(report) : callsites_text(report));

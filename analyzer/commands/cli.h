@@ -30,17 +30,55 @@ struct Subcommand {
 // True for "-h" and "--help".
 bool is_help_flag(std::string_view arg);
 
-// An option with a value at args[i]: "--name VALUE", "--name=VALUE", and for a short option also
-// "-x VALUE" and "-xVALUE".  On a match stores the value, leaves i on the last argument used and
-// returns true.  Throws UsageError ("<command>: --name needs a value") when the value is missing.
-bool take_option_value(std::string_view command, CommandArgs args, size_t& i, std::string_view long_name,
-                       std::string_view short_name, std::string& value);
+// The one option parser of the subcommands.  A command declares its options once — flags,
+// options with a value, options with an optional value — and parses its arguments:
+//
+//   --name              a flag
+//   --name VALUE        an option with a value, also --name=VALUE; a short name "-x" also takes
+//   -x VALUE, -xVALUE   "-x VALUE" and "-xVALUE"
+//   --name[=VALUE]      an option whose value is optional (only as --name=VALUE)
+//   -h, --help          parse() returns nullopt: the command prints its usage
+//   --                  ends the options
+//
+// Every bad option is reported the same way, as UsageError: "<command>: unknown option 'ARG'",
+// "<command>: ARG needs a value" (or the option's own words for it); main() adds "Try
+// 'allocscope <command> --help'."  An argument that does not start with '-' (and "-" alone) is
+// an operand: operands mix with options (FILE… of report, diff, dump, shapes, callsites, export),
+// or, in Operands::EndOptions mode, the first one ends the options (CMD ARGS… of record, compare).
+class OptionParser {
+ public:
+  enum class Operands { Mixed, EndOptions };
+  using OnValue = std::function<void(const std::string& value)>;
 
-// The options of a command that runs one (record, compare), then CMD ARGS…: each argument that
-// starts with '-' (but "-" alone) goes to `option`, which may take the next ones as its value
-// (leaving i on the last it used); "--" ends the options, and so does CMD's name.  Returns CMD
-// ARGS… (possibly none), or nullopt for -h / --help.
-std::optional<std::vector<std::string>> options_then_command(CommandArgs args,
-                                                             const std::function<void(size_t& i)>& option);
+  explicit OptionParser(std::string_view command) : command_(command) {}
+
+  OptionParser& flag(std::string_view name, bool& set);
+  OptionParser& flag(std::string_view name, std::function<void()> on);
+  // `missing`: the error when the value is missing (default "<command>: ARG needs a value").
+  OptionParser& value(std::string_view name, std::string_view short_name, OnValue on, std::string missing = {});
+  OptionParser& value(std::string_view name, OnValue on, std::string missing = {}) {
+    return value(name, "", std::move(on), std::move(missing));
+  }
+  OptionParser& optional_value(std::string_view name, std::function<void(const std::optional<std::string>&)> on);
+
+  // The operands, in order; nullopt for -h / --help.  Throws UsageError.
+  std::optional<std::vector<std::string>> parse(CommandArgs args, Operands mode = Operands::Mixed) const;
+
+ private:
+  enum class Kind { Flag, Value, OptionalValue };
+  struct Option {
+    std::string name, short_name;
+    Kind kind;
+    std::function<void()> on_flag;
+    OnValue on_value;
+    std::function<void(const std::optional<std::string>&)> on_optional;
+    std::string missing;
+  };
+  // The option at args[i] (leaving i on the last argument it used); throws UsageError.
+  void take(CommandArgs args, size_t& i) const;
+
+  std::string command_;
+  std::vector<Option> options_;
+};
 
 }  // namespace allocscope

@@ -70,38 +70,29 @@ std::vector<std::string> default_compare_allocators() { return {"glibc", "jemall
 std::optional<CompareOptions> parse_compare_options(CommandArgs args) {
   CompareOptions options;
   bool allocators_given = false, json = false, markdown = false;
-  const auto command = options_then_command(args, [&](size_t& i) {
-    const std::string& arg = args[i];
-    std::string value;
-    if (take_option_value("compare", args, i, "--allocators", "", value)) {
-      options.allocators = parse_allocator_list(value);
-      allocators_given = true;
-    } else if (take_option_value("compare", args, i, "--runs", "", value)) {
-      options.runs = parse_runs(value);
-    } else if (take_option_value("compare", args, i, "--sample", "", value)) {
-      options.sample_every = parse_sample_rate("compare", "--sample", value);
-    } else if (arg == "--locks") {
-      options.locks = true;
-    } else if (take_option_value("compare", args, i, "--variant", "", value)) {
-      options.variants.push_back(parse_variant(value));
-    } else if (take_option_value("compare", args, i, "--output", "-o", value)) {
-      if (value.empty()) throw UsageError("compare: -o needs a directory");
-      options.output_dir = value;
-    } else if (take_option_value("compare", args, i, "--html", "", value)) {
-      if (value.empty()) throw UsageError("compare: --html needs an output file");
-      options.html = value;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "--markdown") {
-      markdown = true;
-    } else if (arg == "--force") {
-      options.force = true;
-    } else if (arg == "--keep") {
-      options.keep = true;
-    } else {
-      throw UsageError(fmt::format("compare: unknown option '{}'", arg));
-    }
-  });
+  const auto command =
+      OptionParser("compare")
+          .value("--allocators", [&](const std::string& v) {
+            options.allocators = parse_allocator_list(v);
+            allocators_given = true;
+          })
+          .value("--runs", [&](const std::string& v) { options.runs = parse_runs(v); })
+          .value("--sample", [&](const std::string& v) { options.sample_every = parse_sample_rate("compare", "--sample", v); })
+          .flag("--locks", options.locks)
+          .value("--variant", [&](const std::string& v) { options.variants.push_back(parse_variant(v)); })
+          .value("--output", "-o", [&](const std::string& v) {
+            if (v.empty()) throw UsageError("compare: -o needs a directory");
+            options.output_dir = v;
+          })
+          .value("--html", [&](const std::string& v) {
+            if (v.empty()) throw UsageError("compare: --html needs an output file");
+            options.html = v;
+          })
+          .flag("--json", json)
+          .flag("--markdown", markdown)
+          .flag("--force", options.force)
+          .flag("--keep", options.keep)
+          .parse(args, OptionParser::Operands::EndOptions);
   if (!command) return std::nullopt;
   options.command = *command;
   if (options.command.empty()) throw UsageError("compare: missing CMD");

@@ -34,30 +34,18 @@ constexpr std::string_view kUsage =
 }  // namespace
 
 int diff_command(CommandArgs args) {
-  std::vector<std::string> files;
   bool json = false, force = false;
   std::string html;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (is_help_flag(a)) {
-      fmt::print("{}", kUsage);
-      return 0;
-    }
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--html") {
-      if (i + 1 >= args.size()) throw UsageError("diff: --html needs an output file");
-      html = args[++i];
-    } else if (a == "--force") {
-      force = true;
-    } else if (a.rfind("--html=", 0) == 0) {
-      html = a.substr(7);
-    } else if (!a.empty() && a[0] == '-') {
-      throw UsageError(fmt::format("diff: unknown option '{}'", a));
-    } else {
-      files.push_back(a);
-    }
+  const auto operands = OptionParser("diff")
+                            .flag("--json", json)
+                            .value("--html", [&](const std::string& v) { html = v; }, "diff: --html needs an output file")
+                            .flag("--force", force)
+                            .parse(args);
+  if (!operands) {
+    fmt::print("{}", kUsage);
+    return 0;
   }
+  const std::vector<std::string>& files = *operands;
   if (files.size() != 2) throw UsageError("diff: needs two profiles, BASE and OTHER");
   if (json && !html.empty()) throw UsageError("diff: --json and --html do not go together");
   if (force && html.empty()) throw UsageError("diff: --force goes with --html");

@@ -26,24 +26,11 @@ struct DumpOptions {
 
 std::optional<DumpOptions> parse(CommandArgs args) {
   DumpOptions options;
-  bool have_file = false;
-  bool options_done = false;
-  for (const std::string& arg : args) {
-    if (!options_done && is_help_flag(arg)) return std::nullopt;
-    if (!options_done && arg == "--json") {
-      options.json = true;
-    } else if (!options_done && arg == "--") {
-      options_done = true;
-    } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
-      throw UsageError(fmt::format("dump: unknown option '{}'", arg));
-    } else if (have_file) {
-      throw UsageError("dump: one FILE only");
-    } else {
-      options.file = arg;
-      have_file = true;
-    }
-  }
-  if (!have_file) throw UsageError("dump: missing FILE");
+  const auto files = OptionParser("dump").flag("--json", options.json).parse(args);
+  if (!files) return std::nullopt;
+  if (files->empty()) throw UsageError("dump: missing FILE");
+  if (files->size() > 1) throw UsageError("dump: one FILE only");
+  options.file = files->front();
   return options;
 }
 

@@ -81,74 +81,54 @@ TimeBound parse_time_bound(std::string_view option, const std::string& text) {
   return b;
 }
 
+ExportWeight parse_weight(const std::string& w) {
+  if (w == "time") return ExportWeight::Time;
+  if (w == "calls") return ExportWeight::Calls;
+  throw UsageError(fmt::format("export: --weight is time or calls, not '{}'", w));
+}
+
+// --threads LIST: comma-separated thread ids.
+std::vector<uint64_t> parse_threads(const std::string& list) {
+  std::vector<uint64_t> threads;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, comma - start);
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 18) {
+      throw UsageError(fmt::format("export: --threads takes comma-separated thread ids, not '{}'", list));
+    }
+    threads.push_back(std::stoull(item));
+    start = comma + 1;
+  }
+  return threads;
+}
+
 }  // namespace
 
 int export_command(CommandArgs args) {
-  std::string file, format, output;
+  std::string format, output;
   ExportOptions options;
-  bool options_done = false, force = false, unscaled = false;
-  auto value_of = [&](size_t& i, std::string_view name) -> std::string {
-    const std::string& arg = args[i];
-    if (arg.size() > name.size() && arg.starts_with(name) && arg[name.size()] == '=') return arg.substr(name.size() + 1);
-    if (i + 1 >= args.size()) throw UsageError(fmt::format("export: {} needs a value", arg));
-    return args[++i];
-  };
-  auto is = [](const std::string& arg, std::string_view name) {
-    return arg == name || (arg.size() > name.size() && arg.starts_with(name) && arg[name.size()] == '=');
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (!options_done && is_help_flag(arg)) {
-      fmt::print("{}", kUsage);
-      return 0;
-    }
-    if (!options_done && is(arg, "--format")) {
-      format = value_of(i, "--format");
-    } else if (!options_done && (is(arg, "--output") || arg == "-o")) {
-      output = value_of(i, arg == "-o" ? "-o" : "--output");
-    } else if (!options_done && arg.starts_with("-o") && arg.size() > 2) {
-      output = arg.substr(2);
-    } else if (!options_done && is(arg, "--weight")) {
-      const std::string w = value_of(i, "--weight");
-      if (w == "time") {
-        options.weight = ExportWeight::Time;
-      } else if (w == "calls") {
-        options.weight = ExportWeight::Calls;
-      } else {
-        throw UsageError(fmt::format("export: --weight is time or calls, not '{}'", w));
-      }
-    } else if (!options_done && arg == "--force") {
-      force = true;
-    } else if (!options_done && is(arg, "--from")) {
-      options.from = parse_time_bound("--from", value_of(i, "--from"));
-    } else if (!options_done && is(arg, "--to")) {
-      options.to = parse_time_bound("--to", value_of(i, "--to"));
-    } else if (!options_done && is(arg, "--threads")) {
-      const std::string list = value_of(i, "--threads");
-      size_t start = 0;
-      while (start <= list.size()) {
-        const size_t comma = std::min(list.find(',', start), list.size());
-        const std::string item = list.substr(start, comma - start);
-        if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 18) {
-          throw UsageError(fmt::format("export: --threads takes comma-separated thread ids, not '{}'", list));
-        }
-        options.threads.push_back(std::stoull(item));
-        start = comma + 1;
-      }
-    } else if (!options_done && arg == "--unscaled") {
-      unscaled = true;
-    } else if (!options_done && arg == "--no-lines") {
-      options.source_lines = false;
-    } else if (!options_done && arg == "--") {
-      options_done = true;
-    } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
-      throw UsageError(fmt::format("export: unknown option '{}'", arg));
-    } else if (!file.empty()) {
-      throw UsageError("export: one FILE only");
-    } else {
-      file = arg;
-    }
+  bool force = false, unscaled = false;
+  const auto files =
+      OptionParser("export")
+          .value("--format", [&](const std::string& v) { format = v; })
+          .value("--output", "-o", [&](const std::string& v) { output = v; })
+          .value("--weight", [&](const std::string& v) { options.weight = parse_weight(v); })
+          .flag("--force", force)
+          .value("--from", [&](const std::string& v) { options.from = parse_time_bound("--from", v); })
+          .value("--to", [&](const std::string& v) { options.to = parse_time_bound("--to", v); })
+          .value("--threads", [&](const std::string& v) {
+            for (const uint64_t tid : parse_threads(v)) options.threads.push_back(tid);
+          })
+          .flag("--unscaled", unscaled)
+          .flag("--no-lines", [&] { options.source_lines = false; })
+          .parse(args);
+  if (!files) {
+    fmt::print("{}", kUsage);
+    return 0;
   }
+  if (files->size() > 1) throw UsageError("export: one FILE only");
+  const std::string file = files->empty() ? "" : files->front();
   if (file.empty()) throw UsageError("export: missing FILE");
   if (format.empty()) throw UsageError("export: missing --format folded|pprof|chrome");
   if (format != "folded" && format != "pprof" && format != "chrome") {

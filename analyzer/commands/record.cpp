@@ -53,30 +53,21 @@ uint32_t parse_sample_rate(std::string_view command, std::string_view option, co
 
 std::optional<RecordOptions> parse_record_options(CommandArgs args) {
   RecordOptions options;
-  const auto command = options_then_command(args, [&](size_t& i) {
-    const std::string& arg = args[i];
-    std::string value;
-    if (take_option_value("record", args, i, "--output", "-o", value)) {
-      if (value.empty()) throw UsageError("record: -o needs a file name");
-      options.output = value;
-    } else if (take_option_value("record", args, i, "--allocator", "", value)) {
-      options.allocator = value;
-    } else if (take_option_value("record", args, i, "--sample", "", value)) {
-      options.sample_every = parse_sample_rate("record", "--sample", value);
-    } else if (arg == "--force") {
-      options.force = true;
-    } else if (arg == "--trace") {
-      options.trace = true;
-    } else if (arg == "--locks") {
-      options.locks = true;
-    } else if (arg == "--stacks") {
-      options.stacks_every = 64;
-    } else if (arg.starts_with("--stacks=")) {
-      options.stacks_every = parse_sample_rate("record", "--stacks", arg.substr(9));
-    } else {
-      throw UsageError(fmt::format("record: unknown option '{}'", arg));
-    }
-  });
+  const auto command =
+      OptionParser("record")
+          .value("--output", "-o", [&](const std::string& v) {
+            if (v.empty()) throw UsageError("record: -o needs a file name");
+            options.output = v;
+          })
+          .value("--allocator", [&](const std::string& v) { options.allocator = v; })
+          .value("--sample", [&](const std::string& v) { options.sample_every = parse_sample_rate("record", "--sample", v); })
+          .flag("--force", options.force)
+          .flag("--trace", options.trace)
+          .flag("--locks", options.locks)
+          .optional_value("--stacks", [&](const std::optional<std::string>& v) {
+            options.stacks_every = v ? parse_sample_rate("record", "--stacks", *v) : 64;
+          })
+          .parse(args, OptionParser::Operands::EndOptions);
   if (!command) return std::nullopt;
   options.command = *command;
   if (options.command.empty()) throw UsageError("record: missing CMD");

@@ -58,32 +58,16 @@ ReportGrouping parse_grouping(const std::string& value) {
 
 std::optional<ReportOptions> parse(CommandArgs args) {
   ReportOptions options;
-  bool options_done = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (!options_done && is_help_flag(arg)) return std::nullopt;
-    if (!options_done && arg == "--json") {
-      options.json = true;
-    } else if (!options_done && arg == "--html") {
-      if (i + 1 >= args.size()) throw UsageError("report: --html needs an output file");
-      options.html = args[++i];
-    } else if (!options_done && arg == "--force") {
-      options.force = true;
-    } else if (!options_done && arg.rfind("--html=", 0) == 0) {
-      options.html = arg.substr(7);
-    } else if (!options_done && arg == "--by") {
-      if (i + 1 >= args.size()) throw UsageError("report: --by needs a value (class, bucket, thread, shape or callsite)");
-      options.by = parse_grouping(args[++i]);
-    } else if (!options_done && arg.rfind("--by=", 0) == 0) {
-      options.by = parse_grouping(arg.substr(5));
-    } else if (!options_done && arg == "--") {
-      options_done = true;
-    } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
-      throw UsageError(fmt::format("report: unknown option '{}'", arg));
-    } else {
-      options.files.push_back(arg);
-    }
-  }
+  const auto files = OptionParser("report")
+                         .flag("--json", options.json)
+                         .value("--html", [&](const std::string& v) { options.html = v; },
+                                "report: --html needs an output file")
+                         .flag("--force", options.force)
+                         .value("--by", [&](const std::string& v) { options.by = parse_grouping(v); },
+                                "report: --by needs a value (class, bucket, thread, shape or callsite)")
+                         .parse(args);
+  if (!files) return std::nullopt;
+  options.files = *files;
   if (options.files.empty()) throw UsageError("report: missing FILE");
   if (!options.html.empty() && options.json) throw UsageError("report: --json and --html do not go together");
   if (!options.html.empty() && options.files.size() > 1) throw UsageError("report: --html takes one FILE");

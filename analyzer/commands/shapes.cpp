@@ -31,23 +31,13 @@ constexpr std::string_view kUsage =
 }  // namespace
 
 int shapes_command(CommandArgs args) {
-  std::vector<std::string> files;
-  bool json = false, options_done = false;
-  for (const std::string& arg : args) {
-    if (!options_done && is_help_flag(arg)) {
-      fmt::print("{}", kUsage);
-      return 0;
-    }
-    if (!options_done && arg == "--json") {
-      json = true;
-    } else if (!options_done && arg == "--") {
-      options_done = true;
-    } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
-      throw UsageError(fmt::format("shapes: unknown option '{}'", arg));
-    } else {
-      files.push_back(arg);
-    }
+  bool json = false;
+  const auto operands = OptionParser("shapes").flag("--json", json).parse(args);
+  if (!operands) {
+    fmt::print("{}", kUsage);
+    return 0;
   }
+  const std::vector<std::string>& files = *operands;
   if (files.empty()) throw UsageError("shapes: missing FILE");
   if (files.size() > 2) throw UsageError("shapes: at most two files");
   const Profile base_profile = load_profile(files[0]);

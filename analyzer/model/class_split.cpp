@@ -8,6 +8,7 @@
 
 #include "allocscope/buckets.h"
 #include "profile/profile.h"
+#include "util/largest_remainder.h"
 
 namespace allocscope {
 
@@ -62,50 +63,16 @@ namespace {
 
 using Weights = std::vector<long double>;
 
-// Splits `total` into integer parts proportional to `weights` (largest remainder); the parts
+// Splits `total` into integer parts proportional to `weights` (largest_remainder.h); the parts
 // add up to `total`.  All weights zero: everything goes to the first part.
 template <typename T>
 std::vector<T> apportion(T total, const Weights& weights) {
-  std::vector<T> parts(weights.size(), T{0});
-  if (weights.empty() || total == T{0}) return parts;
-  long double sum = 0;
-  for (long double w : weights) sum += w;
-  if (!(sum > 0)) {
+  if (!weights.empty() && std::none_of(weights.begin(), weights.end(), [](long double w) { return w > 0; })) {
+    std::vector<T> parts(weights.size(), T{0});
     parts[0] = total;
     return parts;
   }
-  const long double total_f = static_cast<long double>(total);
-  std::vector<long double> fraction(weights.size(), 0);
-  T assigned{0};
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const long double exact = total_f * (weights[i] / sum);
-    long double whole = std::floor(exact);
-    if (whole < 0) whole = 0;
-    T part = static_cast<T>(whole);
-    if (part > total - assigned) part = total - assigned;  // rounding can't overshoot the total
-    parts[i] = part;
-    assigned += part;
-    fraction[i] = exact - whole;
-  }
-  T rest = total - assigned;
-  if (rest == T{0}) return parts;
-  std::vector<size_t> order(weights.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return fraction[a] > fraction[b];
-  });
-  for (size_t i : order) {
-    if (rest == T{0}) break;
-    if (!(weights[i] > 0)) continue;
-    parts[i] += 1;
-    rest -= 1;
-  }
-  if (rest != T{0}) {  // floating-point error larger than one unit per part
-    const size_t heaviest =
-        static_cast<size_t>(std::max_element(weights.begin(), weights.end()) - weights.begin());
-    parts[heaviest] += rest;
-  }
-  return parts;
+  return largest_remainder(total, weights);
 }
 
 // Sum of the integers in [lo, hi] as a long double.

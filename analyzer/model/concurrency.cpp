@@ -5,17 +5,11 @@
 
 #include "allocscope/buckets.h"
 #include "allocscope/ops.h"
+#include "model/cost_constants.h"
 
 namespace allocscope {
 
 namespace {
-
-// The constants of the report's cost model (cost_pass1.cpp, docs/analysis.md).
-constexpr double kBaselineQuantile = 0.99;   // mean of calls made alone, slowest 1 % left out
-constexpr double kFallbackQuantile = 0.10;   // without calls made alone
-constexpr double kOverheadQuantile = 0.001;
-constexpr uint64_t kMinAlone = 20;
-constexpr uint64_t kMinContended = 20;
 
 // Mean of the ceil(q * total) smallest values, each bin at its middle (capped at the maximum).
 double low_mean(const FineHistogram& h, double q) {

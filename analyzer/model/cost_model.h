@@ -177,7 +177,6 @@ enum class VerdictKind {
 };
 
 struct Verdict {
-  std::string dominant;  // "fast", "slow", "waiting", "unsure", or "none"
   VerdictKind kind = VerdictKind::NoCalls;
   // Mean duration of the calls that met another thread inside over that of the calls made alone
   // (with enough contended calls).

@@ -42,12 +42,10 @@ Verdict make_verdict(const CostReport& r) {
   Verdict v;
   const double total = r.split.total();
   if (r.calls > 0 && r.timed == 0 && r.sample_every > 1) {
-    v.dominant = "unsure";
     v.kind = VerdictKind::NoCallTimed;
     return v;
   }
   if (r.calls == 0 || total <= 0) {
-    v.dominant = "none";
     v.kind = r.calls == 0 ? VerdictKind::NoCalls : r.sample_every == 0 ? VerdictKind::NotSampling : VerdictKind::NoneTimed;
     return v;
   }
@@ -66,7 +64,6 @@ Verdict make_verdict(const CostReport& r) {
   if (!shares_sure) {
     // No claim rests on an unsure figure.  The contention verdict rests on figures of its own (and
     // says when they are too few), so it stays.
-    v.dominant = "unsure";
     v.kind = VerdictKind::SharesUnsure;
     return v;
   }
@@ -82,13 +79,10 @@ Verdict make_verdict(const CostReport& r) {
   }
   const double fast = r.split.fast_ns / total, slow = r.split.slow_ns / total, wait = r.split.wait_ns / total;
   if (wait >= fast && wait >= slow) {
-    v.dominant = "waiting";
     v.kind = VerdictKind::Waiting;
   } else if (slow >= fast) {
-    v.dominant = "slow";
     v.kind = VerdictKind::Slow;
   } else {
-    v.dominant = "fast";
     v.kind = VerdictKind::Fast;
   }
   return v;

@@ -22,6 +22,7 @@
 #include "allocscope/ops.h"
 #include "model/class_tables.h"
 #include "model/completion_coincidence.h"
+#include "model/cost_constants.h"
 #include "model/contention_verdict.h"
 #include "model/cost_model.h"
 #include "model/release_classes.h"
@@ -37,7 +38,6 @@
 namespace allocscope::cost {
 
 constexpr unsigned kBucketSlots = 256;        // size buckets and kBucketUnknown
-constexpr uint64_t kMinContended = 20;        // calls meeting another thread, for a serialization index
 constexpr unsigned kInsideRows = 64;          // by_inside rows; more threads inside are folded into the last
 constexpr uint64_t kMinTimedForBound = 5;     // timed calls a cell needs before its spread bounds anything
 constexpr size_t kMinWindowsForBound = 5;     // timing windows a sampled run needs for an error bound

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "allocscope/buckets.h"
+#include "model/cost_constants.h"
 #include "model/cost_parts.h"
 #include "profile/trace_decode.h"
 
@@ -13,10 +14,6 @@ namespace allocscope::cost {
 
 namespace {
 
-constexpr double kBaselineQuantile = 0.99;    // the uncontended cost: mean of calls made alone, top 1 % left out
-constexpr double kFallbackQuantile = 0.10;    // without calls made alone: the cell's 10th percentile
-constexpr double kOverheadQuantile = 0.001;   // the probe overhead can't exceed the fastest calls
-constexpr uint64_t kMinAlone = 20;            // calls made alone for a cell's own baseline
 constexpr uint64_t kMinEvidence = 16;         // rusage samples for a latency bin's waiting share
 
 bool rusage_known(uint64_t v) { return v != kRusageUnavailable; }

@@ -18,6 +18,12 @@ namespace {
 
 constexpr double kWorkTolerance = 0.03;  // calls differing by more: the runs did different work
 
+// The threads a run's gap is measured over: those with at least 1 % of its calls (a thread that
+// only waits in pthread_join would otherwise count its idle time as part of the gap).
+bool uses_allocator(const ThreadRow& t, const CostReport& r) {
+  return static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls);
+}
+
 // Page faults: from the threads' rusage, less those taken inside allocator calls (estimated from
 // the calls that sampled rusage around themselves).
 struct FaultEvidence {
@@ -107,7 +113,7 @@ void add_lock_times(RunSide& s, const CostReport& r) {
   const bool all_threads = s.thread_time_ns == r.thread_time_ns;
   std::set<uint32_t> counted;
   for (const auto& t : r.threads_rows) {
-    if (all_threads || static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls)) counted.insert(t.serial);
+    if (all_threads || uses_allocator(t, r)) counted.insert(t.serial);
   }
   for (const auto& [serial, ns] : r.locks.wait_ns_by_thread)
     if (counted.count(serial)) s.lock_wait_ns += ns;
@@ -132,14 +138,14 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   // Thread time of the threads that use the allocator (≥ 1 % of the calls): a thread that only
   // waits in pthread_join would otherwise count its idle time as part of the gap.
   for (const auto& t : r.threads_rows) {
-    if (static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls)) s.thread_time_ns += t.lifetime_ns;
+    if (uses_allocator(t, r)) s.thread_time_ns += t.lifetime_ns;
   }
   if (s.thread_time_ns <= 0) s.thread_time_ns = r.thread_time_ns;
   // The same threads' CPU time (rusage): what of their time outside calls was on the CPU; and
   // their context switches: voluntary ones (they blocked) against involuntary ones (preempted).
   double cpu_us = 0;
   for (const auto& t : r.threads_rows) {
-    if (static_cast<double>(t.calls) < 0.01 * static_cast<double>(r.calls)) continue;
+    if (!uses_allocator(t, r)) continue;
     if (t.rusage.utime_us != kRusageUnavailable && t.rusage.stime_us != kRusageUnavailable)
       cpu_us += static_cast<double>(t.rusage.utime_us + t.rusage.stime_us);
     if (t.rusage.nvcsw != kRusageUnavailable) s.voluntary_switches += t.rusage.nvcsw;
@@ -199,16 +205,6 @@ DiffPart largest_part(const DiffReport& d) {
   return *std::max_element(std::begin(parts), std::end(parts), [&](auto& a, auto& b) {
     return (slower ? a.ns : -a.ns) < (slower ? b.ns : -b.ns);
   });
-}
-
-const char* diff_part_name(DiffPartKind kind) {
-  switch (kind) {
-    case DiffPartKind::Waiting: return "waiting";
-    case DiffPartKind::Slow: return "slow";
-    case DiffPartKind::Fast: return "fast";
-    case DiffPartKind::Faults: return "faults";
-  }
-  return "";
 }
 
 bool same_thread_time(const DiffReport& d) {
@@ -353,7 +349,9 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   if (comparable && gap && std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
   diff_locks_and_wall(d, k, comparable, gap);
   // No part is named on an unsure difference (the verdict claims no share of the gap then).
-  d.verdict_dominant = same_thread_time(d) || !d.coverage ? "none" : d.attributed_unsure ? "unsure" : diff_part_name(largest_part(d).kind);
+  d.verdict = same_thread_time(d) || !d.coverage ? DiffVerdict::NoGap
+              : d.attributed_unsure            ? DiffVerdict::Unsure
+                                               : DiffVerdict::Part;
   attribute_to_shapes(d, rb, ro);
   return d;
 }

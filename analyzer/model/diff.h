@@ -90,6 +90,10 @@ struct WorkComparison {
   bool per_call = false;       // the calls differ by more than kWorkTolerance: BASE is scaled by `ratio`
 };                             // (a run of no calls: nothing compares per call, and no coverage)
 
+// What the diff's verdict can claim: no gap to share (or no coverage), an unsure difference (no
+// part is named), or the largest part of the allocator's change in the gap's direction.
+enum class DiffVerdict : uint8_t { NoGap, Unsure, Part };
+
 // Which of the two profiles was not recorded with --trace (shapes need both).
 enum class MissingTrace : uint8_t { None, Both, Base, Other };
 
@@ -119,21 +123,19 @@ struct DiffReport {
   std::optional<double> locks_share;     // locks_delta / measured
   std::optional<double> explained;       // (attributed + locks_delta) / measured
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
-  std::string verdict_dominant;          // the largest part of the allocator's change in the gap's
-                                         // direction: waiting, slow, fast, faults; none without a gap
+  DiffVerdict verdict = DiffVerdict::NoGap;  // Part: largest_part() names the allocator's change
   std::optional<ShapeGap> shape_gap;     // both profiles are traces
   MissingTrace missing_trace = MissingTrace::None;  // otherwise: which profile is no trace
 };
 
 // The largest component of the allocator's change in the direction of the gap (render/diff.h
-// words it; diff_part_name() is its name in `verdict.dominant`).
+// words it and names it).
 enum class DiffPartKind { Waiting, Slow, Fast, Faults };
 struct DiffPart {
   DiffPartKind kind;
   double ns;
 };
 DiffPart largest_part(const DiffReport& diff);
-const char* diff_part_name(DiffPartKind kind);  // "waiting", "slow", "fast", "faults"
 // The runs take the same thread time within 2 % (per call, when they did different work).
 bool same_thread_time(const DiffReport& diff);
 

@@ -49,12 +49,6 @@ const char* lifetime_band_name(LifetimeBand band) {
   return names[static_cast<unsigned>(band)];
 }
 
-const char* lifetime_band_label(LifetimeBand band) {
-  constexpr const char* labels[kLifetimeBands] = {"< 1 µs", "< 10 µs", "< 100 µs", "< 1 ms",
-                                                  "< 1 s",  "≥ 1 s",   "leaked"};
-  return labels[static_cast<unsigned>(band)];
-}
-
 LifetimeTracker::LifetimeTracker(const ClassTable& table, const TickClock& clock, const StackTable& stacks,
                                  uint64_t t0, uint64_t t1, unsigned slots)
     : table_(table), class_lookup_(table), clock_(clock), stacks_(stacks), t0_(t0), t1_(std::max(t0, t1)) {

@@ -65,8 +65,6 @@ constexpr unsigned kLifetimeBands = 7;
 LifetimeBand lifetime_band(uint64_t ns);
 // "<1us", "<10us", "<100us", "<1ms", "<1s", ">=1s", "leaked" (stable: JSON).
 const char* lifetime_band_name(LifetimeBand band);
-// "< 1 µs", …, "≥ 1 s", "leaked" (text output).
-const char* lifetime_band_label(LifetimeBand band);
 
 struct ShapeKey {
   uint32_t cls = 0;

@@ -27,16 +27,6 @@ const char* lifetime_group_name(LifetimeGroup group) {
   return "?";
 }
 
-const char* lifetime_group_label(LifetimeGroup group) {
-  switch (group) {
-    case LifetimeGroup::Short: return "short-lived (< 10 µs)";
-    case LifetimeGroup::Medium: return "medium-lived (10 µs – 1 s)";
-    case LifetimeGroup::Long: return "long-lived (≥ 1 s)";
-    case LifetimeGroup::Leaked: return "leaked";
-  }
-  return "?";
-}
-
 std::map<ShapeCell, uint32_t> class_runs(const std::set<ShapeCell>& cells) {
   std::set<uint32_t> occupied;
   std::set<ShapeGroupKey> keys;

@@ -24,8 +24,6 @@ enum class LifetimeGroup : uint8_t { Short, Medium, Long, Leaked };
 LifetimeGroup lifetime_group(LifetimeBand band);
 // "short", "medium", "long", "leaked" (stable: JSON).
 const char* lifetime_group_name(LifetimeGroup group);
-// "short-lived (< 10 µs)", "medium-lived (10 µs – 1 s)", "long-lived (≥ 1 s)", "leaked" (text).
-const char* lifetime_group_label(LifetimeGroup group);
 
 struct ShapeGroupKey {
   LifetimeGroup group = LifetimeGroup::Short;

@@ -173,6 +173,15 @@ ConcurrencySummary concurrency_summary(const ConcurrencyResults& c, const TickCl
 
 }  // namespace
 
+GroupTotals group_totals(const std::vector<ShapeGroupRow>& groups) {
+  GroupTotals t;
+  for (const ShapeGroupRow& g : groups) {
+    t.calls += g.calls;
+    t.time_ns += g.time_ns;
+  }
+  return t;
+}
+
 ShapeReport shape_report(const Profile& profile, const TraceAnalysis& a) {
   ShapeReport r;
   r.file = profile.file;

@@ -54,6 +54,12 @@ struct ShapeGroupRow {
   ByteCount bytes = 0;
 };
 
+// The calls and time of all shape groups: what their shares are of.
+struct GroupTotals {
+  uint64_t calls = 0, time_ns = 0;
+};
+GroupTotals group_totals(const std::vector<ShapeGroupRow>& groups);
+
 struct ClassLifetimeRow {
   uint64_t lo = 0, hi = 0;
   std::string label;

@@ -179,12 +179,6 @@ std::string markdown_cell(std::string text) {
   return out;
 }
 
-double rounded(double value, double scale) { return std::round(value * scale) / scale; }
-
-std::optional<double> rounded(const std::optional<double>& value, double scale) {
-  if (!value || !std::isfinite(*value)) return std::nullopt;
-  return rounded(*value, scale);
-}
 
 }  // namespace
 
@@ -262,11 +256,11 @@ std::string compare_json(const CompareResult& r) {
     w.field("allocator_seen", row.allocator_seen.empty() ? std::optional<std::string>() : row.allocator_seen);
     w.field("wall_ns", static_cast<int64_t>(std::llround(row.wall_ns)));
     w.field("maxrss_kb", static_cast<int64_t>(std::llround(row.maxrss_kb)));
-    w.field("delta_pct", rounded(row.delta_pct, 1e2));
-    w.field("allocator_share", rounded(row.allocator_share, 1e4));
-    w.field("allocator_share_error", rounded(row.allocator_error_share, 1e4));
+    w.field("delta_pct", json_rounded(row.delta_pct, 1e2));
+    w.field("allocator_share", json_fraction(row.allocator_share));
+    w.field("allocator_share_error", json_fraction(row.allocator_error_share));
     w.field("allocator_share_unsure", row.allocator_unsure);
-    w.field("wait_share", rounded(row.wait_share, 1e4));
+    w.field("wait_share", json_fraction(row.wait_share));
     if (row.contention) {
       w.key("contention").begin_object();
       write_contention_verdict(w, *row.contention);
@@ -281,18 +275,18 @@ std::string compare_json(const CompareResult& r) {
     for (const auto& c : row.top_classes) {
       w.begin_object();
       w.field("label", c.label).field("time_ns", static_cast<int64_t>(std::llround(c.time_ns)));
-      w.field("share", rounded(c.share, 1e4));
+      w.field("share", json_fraction(c.share));
       w.end_object();
     }
     w.end_array();
-    w.field("coverage", rounded(row.coverage, 1e4));
-    w.field("wall_coverage", rounded(row.wall_coverage, 1e4));
-    w.field("thread_gap_share", rounded(row.thread_gap_share, 1e4));
+    w.field("coverage", json_fraction(row.coverage));
+    w.field("wall_coverage", json_fraction(row.wall_coverage));
+    w.field("thread_gap_share", json_fraction(row.thread_gap_share));
     const std::string coverage_reason = compare_coverage_reason(row);
     w.field("coverage_reason", coverage_reason.empty() ? std::optional<std::string>() : coverage_reason);
     if (r.locks) {
-      w.field("lock_share", rounded(row.lock_share, 1e4)).field("top_lock", row.top_lock);
-      w.field("explained", rounded(row.explained, 1e4));
+      w.field("lock_share", json_fraction(row.lock_share)).field("top_lock", row.top_lock);
+      w.field("explained", json_fraction(row.explained));
     }
     w.field("ok_runs", row.ok_runs);
     w.key("exit_statuses").begin_array();

@@ -27,6 +27,27 @@ const char* part_words(DiffPartKind kind) {
 }
 
 // With both runs recorded with --locks and a gap to share: what the program's own locks take of it.
+// The name of a part of the allocator's change: "waiting", "slow", "fast", "faults".
+const char* diff_part_name(DiffPartKind kind) {
+  switch (kind) {
+    case DiffPartKind::Waiting: return "waiting";
+    case DiffPartKind::Slow: return "slow";
+    case DiffPartKind::Fast: return "fast";
+    case DiffPartKind::Faults: return "faults";
+  }
+  return "";
+}
+
+// The verdict's name in the JSON diff: the largest part's, "unsure" or "none".
+const char* diff_verdict_name(const DiffReport& d) {
+  switch (d.verdict) {
+    case DiffVerdict::NoGap: return "none";
+    case DiffVerdict::Unsure: return "unsure";
+    case DiffVerdict::Part: return diff_part_name(largest_part(d).kind);
+  }
+  return "none";
+}
+
 // Why the diff compares per call, or why it has no coverage; "" when the runs did the same work.
 std::string work_reason(const WorkComparison& w) {
   if (w.calls_base == 0 || w.calls_other == 0) {
@@ -279,20 +300,6 @@ std::string diff_text(const DiffReport& d) {
   return out;
 }
 
-namespace {
-
-// JSON durations are integer nanoseconds (signed for differences), shares fractions to 4 decimals.
-int64_t json_ns(double v) { return std::isfinite(v) ? static_cast<int64_t>(std::llround(v)) : 0; }
-std::optional<int64_t> json_ns(const std::optional<double>& v) {
-  return v ? std::optional<int64_t>(json_ns(*v)) : std::nullopt;
-}
-std::optional<double> json_fraction(const std::optional<double>& v) {
-  if (!v || !std::isfinite(*v)) return std::nullopt;
-  return std::round(*v * 1e4) / 1e4;
-}
-
-}  // namespace
-
 std::string diff_json(const DiffReport& d) {
   std::string out;
   JsonWriter w(out);
@@ -303,33 +310,33 @@ std::string diff_json(const DiffReport& d) {
     for (const auto& arg : s.args) w.value(arg);
     w.end_array();
     w.field("libc", s.libc).field("allocator", s.allocator);
-    w.field("wall_ns", json_ns(s.wall_ns)).field("thread_time_ns", json_ns(s.thread_time_ns));
-    w.field("allocator_time_ns", json_ns(s.allocator_time_ns)).field("allocator_error_ns", json_ns(s.allocator_error_ns));
-    w.field("fast_ns", json_ns(s.split.fast_ns)).field("slow_ns", json_ns(s.split.slow_ns));
-    w.field("wait_ns", json_ns(s.split.wait_ns));
+    w.field("wall_ns", json_signed_ns(s.wall_ns)).field("thread_time_ns", json_signed_ns(s.thread_time_ns));
+    w.field("allocator_time_ns", json_signed_ns(s.allocator_time_ns)).field("allocator_error_ns", json_signed_ns(s.allocator_error_ns));
+    w.field("fast_ns", json_signed_ns(s.split.fast_ns)).field("slow_ns", json_signed_ns(s.split.slow_ns));
+    w.field("wait_ns", json_signed_ns(s.split.wait_ns));
     w.field("calls", s.calls).field("minor_faults", s.minor_faults);
-    w.field("faults_in_calls", json_ns(std::max(0.0, s.faults_in_calls)));
-    w.field("faults_in_calls_bound", json_ns(s.faults_in_calls_bound)).field("faults_outside", json_ns(s.faults_outside));
-    w.field("system_ns", json_ns(s.system_ns));
-    w.field("minor_fault_ns", json_ns(s.fault_ns)).field("outside_fault_ns", json_ns(s.outside_fault_ns));
-    w.field("outside_fault_error_ns", json_ns(s.outside_fault_error_ns));
-    w.field("cpu_ns", json_ns(s.cpu_ns)).field("outside_cpu_ns", json_ns(s.outside_cpu_ns));
-    w.field("outside_off_cpu_ns", json_ns(s.outside_off_cpu_ns));
+    w.field("faults_in_calls", json_signed_ns(std::max(0.0, s.faults_in_calls)));
+    w.field("faults_in_calls_bound", json_signed_ns(s.faults_in_calls_bound)).field("faults_outside", json_signed_ns(s.faults_outside));
+    w.field("system_ns", json_signed_ns(s.system_ns));
+    w.field("minor_fault_ns", json_signed_ns(s.fault_ns)).field("outside_fault_ns", json_signed_ns(s.outside_fault_ns));
+    w.field("outside_fault_error_ns", json_signed_ns(s.outside_fault_error_ns));
+    w.field("cpu_ns", json_signed_ns(s.cpu_ns)).field("outside_cpu_ns", json_signed_ns(s.outside_cpu_ns));
+    w.field("outside_off_cpu_ns", json_signed_ns(s.outside_off_cpu_ns));
     w.field("voluntary_switches", s.voluntary_switches).field("involuntary_switches", s.involuntary_switches);
     w.key("threads").begin_array();
     for (const ThreadSide& t : s.threads) {
-      w.begin_object().field("serial", t.serial).field("calls", t.calls).field("lifetime_ns", json_ns(t.lifetime_ns));
-      w.field("allocator_time_ns", json_ns(t.allocator_time_ns)).field("cpu_ns", json_ns(t.cpu_ns));
-      w.field("system_ns", json_ns(t.system_ns));
-      w.field("outside_cpu_ns", json_ns(t.outside_cpu_ns)).field("minor_faults", t.minor_faults);
-      w.field("faults_in_calls", json_ns(t.faults_in_calls)).field("faults_outside", json_ns(t.faults_outside));
+      w.begin_object().field("serial", t.serial).field("calls", t.calls).field("lifetime_ns", json_signed_ns(t.lifetime_ns));
+      w.field("allocator_time_ns", json_signed_ns(t.allocator_time_ns)).field("cpu_ns", json_signed_ns(t.cpu_ns));
+      w.field("system_ns", json_signed_ns(t.system_ns));
+      w.field("outside_cpu_ns", json_signed_ns(t.outside_cpu_ns)).field("minor_faults", t.minor_faults);
+      w.field("faults_in_calls", json_signed_ns(t.faults_in_calls)).field("faults_outside", json_signed_ns(t.faults_outside));
       w.end_object();
     }
     w.end_array();
     w.field("wait_share", json_fraction(s.wait_share));
-    w.field("locks_recorded", s.locks_recorded).field("lock_wait_ns", json_ns(s.lock_wait_ns));
-    w.field("lock_time_ns", json_ns(s.lock_time_ns)).field("cond_wait_ns", json_ns(s.cond_wait_ns));
-    w.field("top_lock", s.top_lock).field("top_lock_wait_ns", json_ns(s.top_lock_wait_ns));
+    w.field("locks_recorded", s.locks_recorded).field("lock_wait_ns", json_signed_ns(s.lock_wait_ns));
+    w.field("lock_time_ns", json_signed_ns(s.lock_time_ns)).field("cond_wait_ns", json_signed_ns(s.cond_wait_ns));
+    w.field("top_lock", s.top_lock).field("top_lock_wait_ns", json_signed_ns(s.top_lock_wait_ns));
     w.key("contention").begin_object();
     write_contention_verdict(w, s.contention);
     w.end_object();
@@ -339,39 +346,39 @@ std::string diff_json(const DiffReport& d) {
   w.field("schema", "allocscope-diff/1");
   side("base", d.base);
   side("other", d.other);
-  w.field("measured_delta_ns", json_ns(d.measured_delta_ns));
-  w.field("attributed_delta_ns", json_ns(d.attributed_delta_ns));
+  w.field("measured_delta_ns", json_signed_ns(d.measured_delta_ns));
+  w.field("attributed_delta_ns", json_signed_ns(d.attributed_delta_ns));
   w.field("coverage", json_fraction(d.coverage));
   w.field("attributed_unsure", d.attributed_unsure);
   w.key("work").begin_object();
   w.field("calls_base", d.work.calls_base).field("calls_other", d.work.calls_other).field("ratio", d.work.ratio);
   w.field("per_call", d.work.per_call).field("reason", work_reason(d.work));
   w.end_object();
-  w.field("calls_delta_ns", json_ns(d.calls_delta_ns)).field("calls_error_ns", json_ns(d.calls_error_ns));
-  w.field("faults_delta_ns", json_ns(d.faults_delta_ns)).field("faults_error_ns", json_ns(d.faults_error_ns));
-  w.field("unattributed_ns", json_ns(d.unattributed_ns));
-  w.field("unattributed_on_cpu_ns", json_ns(d.unattributed_on_cpu_ns));
-  w.field("unattributed_off_cpu_ns", json_ns(d.unattributed_off_cpu_ns));
+  w.field("calls_delta_ns", json_signed_ns(d.calls_delta_ns)).field("calls_error_ns", json_signed_ns(d.calls_error_ns));
+  w.field("faults_delta_ns", json_signed_ns(d.faults_delta_ns)).field("faults_error_ns", json_signed_ns(d.faults_error_ns));
+  w.field("unattributed_ns", json_signed_ns(d.unattributed_ns));
+  w.field("unattributed_on_cpu_ns", json_signed_ns(d.unattributed_on_cpu_ns));
+  w.field("unattributed_off_cpu_ns", json_signed_ns(d.unattributed_off_cpu_ns));
   w.key("locks");
   if (d.locks) {
     w.begin_object();
-    w.field("delta_ns", json_ns(d.locks_delta_ns)).field("share", json_fraction(d.locks_share));
-    w.field("cond_delta_ns", json_ns(d.cond_delta_ns));
-    w.field("rest_delta_ns", json_ns(d.rest_delta_ns)).field("explained", json_fraction(d.explained));
+    w.field("delta_ns", json_signed_ns(d.locks_delta_ns)).field("share", json_fraction(d.locks_share));
+    w.field("cond_delta_ns", json_signed_ns(d.cond_delta_ns));
+    w.field("rest_delta_ns", json_signed_ns(d.rest_delta_ns)).field("explained", json_fraction(d.explained));
     w.end_object();
   } else {
     w.null();
   }
-  w.field("fast_delta_ns", json_ns(d.split_delta.fast_ns)).field("slow_delta_ns", json_ns(d.split_delta.slow_ns));
-  w.field("wait_delta_ns", json_ns(d.split_delta.wait_ns));
+  w.field("fast_delta_ns", json_signed_ns(d.split_delta.fast_ns)).field("slow_delta_ns", json_signed_ns(d.split_delta.slow_ns));
+  w.field("wait_delta_ns", json_signed_ns(d.split_delta.wait_ns));
   w.key("wall").begin_object();
-  w.field("measured_delta_ns", json_ns(d.wall_measured_delta_ns));
-  w.field("attributed_delta_ns", json_ns(d.wall_attributed_delta_ns));
+  w.field("measured_delta_ns", json_signed_ns(d.wall_measured_delta_ns));
+  w.field("attributed_delta_ns", json_signed_ns(d.wall_attributed_delta_ns));
   w.field("coverage", json_fraction(d.wall_coverage));
   w.end_object();
   w.key("ops").begin_object();
   for (unsigned op = 0; op < kOps; ++op) {
-    if (d.delta_by_op[op] != 0) w.field(op_name(op), json_ns(d.delta_by_op[op]));
+    if (d.delta_by_op[op] != 0) w.field(op_name(op), json_signed_ns(d.delta_by_op[op]));
   }
   w.end_object();
   w.key("classes").begin_array();
@@ -384,15 +391,15 @@ std::string diff_json(const DiffReport& d) {
     }
     w.field("size_known", r.size_known).field("label", r.label);
     w.field("calls_base", r.calls_base).field("calls_other", r.calls_other);
-    w.field("time_base_ns", json_ns(r.time_base_ns)).field("time_other_ns", json_ns(r.time_other_ns));
-    w.field("delta_ns", json_ns(r.delta_ns)).field("more_calls_ns", json_ns(r.more_calls_ns));
-    w.field("slower_calls_ns", json_ns(r.slower_calls_ns));
-    w.field("fast_delta_ns", json_ns(r.split_delta.fast_ns)).field("slow_delta_ns", json_ns(r.split_delta.slow_ns));
-    w.field("wait_delta_ns", json_ns(r.split_delta.wait_ns));
+    w.field("time_base_ns", json_signed_ns(r.time_base_ns)).field("time_other_ns", json_signed_ns(r.time_other_ns));
+    w.field("delta_ns", json_signed_ns(r.delta_ns)).field("more_calls_ns", json_signed_ns(r.more_calls_ns));
+    w.field("slower_calls_ns", json_signed_ns(r.slower_calls_ns));
+    w.field("fast_delta_ns", json_signed_ns(r.split_delta.fast_ns)).field("slow_delta_ns", json_signed_ns(r.split_delta.slow_ns));
+    w.field("wait_delta_ns", json_signed_ns(r.split_delta.wait_ns));
     w.end_object();
   }
   w.end_array();
-  w.key("verdict").begin_object().field("dominant", d.verdict_dominant).field("text", diff_verdict_text(d)).end_object();
+  w.key("verdict").begin_object().field("dominant", diff_verdict_name(d)).field("text", diff_verdict_text(d)).end_object();
   w.key("warnings").begin_array();
   for (const auto& warning : workload_warnings(d)) w.value(warning);
   w.end_array();

@@ -82,26 +82,24 @@ std::string lock_section_text(const LockReport& r, size_t width) {
 
 // As the rest of report --json: durations in integer nanoseconds, shares rounded to 4 decimals.
 void write_lock_report_json(JsonWriter& w, const LockReport& r) {
-  const auto ns = [](double v) { return std::isfinite(v) ? static_cast<int64_t>(std::llround(std::max(0.0, v))) : 0; };
-  const auto fraction = [](double v) { return std::isfinite(v) ? std::round(v * 1e4) / 1e4 : 0.0; };
   w.begin_object();
   w.field("recorded", r.recorded);
   if (r.recorded) {
-    w.field("thread_time_ns", ns(r.thread_time_ns));
-    w.field("waits", r.waits).field("wait_ns", ns(r.wait_ns)).field("share", fraction(r.share));
-    w.field("unlock_ns", ns(r.unlock_ns)).field("unlocks", r.unlocks).field("unlocks_timed", r.unlocks_timed);
-    w.field("time_ns", ns(r.time_ns)).field("time_share", fraction(r.time_share));
+    w.field("thread_time_ns", json_ns(r.thread_time_ns));
+    w.field("waits", r.waits).field("wait_ns", json_ns(r.wait_ns)).field("share", json_fraction(r.share));
+    w.field("unlock_ns", json_ns(r.unlock_ns)).field("unlocks", r.unlocks).field("unlocks_timed", r.unlocks_timed);
+    w.field("time_ns", json_ns(r.time_ns)).field("time_share", json_fraction(r.time_share));
     w.field("capped_threads", r.capped_threads);
-    w.field("cond_waits", r.cond_waits).field("cond_wait_ns", ns(r.cond_wait_ns)).field("cond_share", fraction(r.cond_share));
-    w.field("dropped_waits", r.dropped_waits).field("dropped_ns", ns(r.dropped_ns));
+    w.field("cond_waits", r.cond_waits).field("cond_wait_ns", json_ns(r.cond_wait_ns)).field("cond_share", json_fraction(r.cond_share));
+    w.field("dropped_waits", r.dropped_waits).field("dropped_ns", json_ns(r.dropped_ns));
     auto rows = [&](const char* name, const std::vector<LockRow>& list) {
       w.key(name).begin_array();
       for (const LockRow& l : list) {
         w.begin_object();
         w.field("address", fmt::format("{:#x}", l.address)).field("kind", l.kind).field("name", l.name());
-        w.field("waits", l.waits).field("wait_ns", ns(l.wait_ns)).field("max_ns", ns(l.max_ns));
-        w.field("unlock_ns", ns(l.unlock_ns)).field("unlocks_timed", l.unlocks_timed);
-        w.field("share", fraction(l.share)).field("threads", l.threads).field("timeouts", l.timeouts);
+        w.field("waits", l.waits).field("wait_ns", json_ns(l.wait_ns)).field("max_ns", json_ns(l.max_ns));
+        w.field("unlock_ns", json_ns(l.unlock_ns)).field("unlocks_timed", l.unlocks_timed);
+        w.field("share", json_fraction(l.share)).field("threads", l.threads).field("timeouts", l.timeouts);
         w.key("sites").begin_array();
         for (const LockSite& s : l.sites) {
           w.begin_object();
@@ -109,7 +107,7 @@ void write_lock_report_json(JsonWriter& w, const LockReport& r) {
           w.key("chain").begin_array();
           for (const auto& c : s.chain) w.value(c);
           w.end_array();
-          w.field("waits", s.waits).field("wait_ns", ns(s.wait_ns)).field("max_ns", ns(s.max_ns));
+          w.field("waits", s.waits).field("wait_ns", json_ns(s.wait_ns)).field("max_ns", json_ns(s.max_ns));
           w.end_object();
         }
         w.end_array();

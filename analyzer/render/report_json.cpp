@@ -19,19 +19,15 @@ namespace allocscope {
 
 namespace {
 
-int64_t ns(double v) { return std::isfinite(v) ? static_cast<int64_t>(std::llround(std::max(0.0, v))) : 0; }
-
-double fraction(double v) { return std::isfinite(v) ? std::round(v * 1e4) / 1e4 : 0.0; }
-
 double ratio(double v) { return std::round(v * 1e3) / 1e3; }
 
 void write_split(JsonWriter& w, const TimeSplit& s) {
-  w.field("fast_ns", ns(s.fast_ns)).field("slow_ns", ns(s.slow_ns)).field("wait_ns", ns(s.wait_ns));
+  w.field("fast_ns", json_ns(s.fast_ns)).field("slow_ns", json_ns(s.slow_ns)).field("wait_ns", json_ns(s.wait_ns));
 }
 
 void write_optional_ns(JsonWriter& w, const char* key, std::optional<double> v) {
   w.key(key);
-  v ? w.value(ns(*v)) : w.null();
+  v ? w.value(json_ns(*v)) : w.null();
 }
 
 void write_class(JsonWriter& w, const ClassRow& c) {
@@ -41,7 +37,7 @@ void write_class(JsonWriter& w, const ClassRow& c) {
   w.key("hi");
   c.size_known ? w.value(c.hi) : w.null();
   w.field("label", c.label).field("size_known", c.size_known);
-  w.field("calls", c.calls).field("call_share", fraction(c.call_share)).field("bytes", c.bytes);
+  w.field("calls", c.calls).field("call_share", json_fraction(c.call_share)).field("bytes", c.bytes);
   w.field("timed", c.timed);
   const LatencySummary* l = c.latency ? &*c.latency : nullptr;
   write_optional_ns(w, "p50_ns", l ? std::optional(l->p50_ns) : std::nullopt);
@@ -49,14 +45,14 @@ void write_class(JsonWriter& w, const ClassRow& c) {
   write_optional_ns(w, "p99_ns", l ? std::optional(l->p99_ns) : std::nullopt);
   write_optional_ns(w, "p999_ns", l ? std::optional(l->p999_ns) : std::nullopt);
   write_optional_ns(w, "max_ns", l ? std::optional(l->max_ns) : std::nullopt);
-  w.field("time_ns", ns(c.time_ns)).field("time_error_ns", ns(c.error_ns)).field("unsure", c.unsure);
-  w.field("share", fraction(c.time_share));
+  w.field("time_ns", json_ns(c.time_ns)).field("time_error_ns", json_ns(c.error_ns)).field("unsure", c.unsure);
+  w.field("share", json_fraction(c.time_share));
   write_split(w, c.split);
   w.key("ops").begin_object();
   for (unsigned op = 0; op < kOpSlots; ++op) {
     if (c.calls_by_op[op] == 0) continue;
     w.key(op_label(op)).begin_object();
-    w.field("calls", c.calls_by_op[op]).field("time_ns", ns(c.time_by_op[op])).end_object();
+    w.field("calls", c.calls_by_op[op]).field("time_ns", json_ns(c.time_by_op[op])).end_object();
   }
   w.end_object();
   w.end_object();
@@ -65,9 +61,9 @@ void write_class(JsonWriter& w, const ClassRow& c) {
 void write_thread(JsonWriter& w, const ThreadRow& t) {
   w.begin_object();
   w.field("serial", t.serial).field("tid", t.tid).field("state", thread_state_name(t.state));
-  w.field("lifetime_ns", ns(t.lifetime_ns)).field("calls", t.calls).field("timed", t.timed);
-  w.field("time_ns", ns(t.time_ns)).field("time_error_ns", ns(t.error_ns)).field("unsure", t.unsure);
-  w.field("share", fraction(t.share));
+  w.field("lifetime_ns", json_ns(t.lifetime_ns)).field("calls", t.calls).field("timed", t.timed);
+  w.field("time_ns", json_ns(t.time_ns)).field("time_error_ns", json_ns(t.error_ns)).field("unsure", t.unsure);
+  w.field("share", json_fraction(t.share));
   write_split(w, t.split);
   w.field("capped", t.capped);
   w.field("classified_calls", t.classified).field("contended_calls", t.contended);
@@ -96,20 +92,20 @@ namespace {
 void write_contention(JsonWriter& w, const CostReport& r) {
   const Contention& c = r.contention;
   w.key("contention").begin_object();
-  w.field("wait_share", fraction(c.wait_share));
+  w.field("wait_share", json_fraction(c.wait_share));
   w.key("serialization_index");
   c.serialization_index ? w.value(ratio(*c.serialization_index)) : w.null();
   w.field("si_calls", c.si_calls).field("si_excluded_windows", c.si_excluded_windows);
-  w.field("contended_time_share", fraction(c.contended_time_share));
+  w.field("contended_time_share", json_fraction(c.contended_time_share));
   w.field("classified_calls", c.classified).field("contended_calls", c.contended);
-  w.field("contended_share", fraction(c.contended_share));
+  w.field("contended_share", json_fraction(c.contended_share));
   w.key("occupancy");
   c.occupancy ? w.value(ratio(*c.occupancy)) : w.null();
   w.field("max_inside", c.max_inside).field("busy_threads", c.busy_threads);
   w.key("by_inside").begin_array();
   for (const InsideRow& row : c.by_inside) {
     w.begin_object().field("inside", row.inside).field("calls", row.calls);
-    w.field("mean_ns", ns(row.mean_ns)).field("p50_ns", ns(row.p50_ns)).field("p99_ns", ns(row.p99_ns));
+    w.field("mean_ns", json_ns(row.mean_ns)).field("p50_ns", json_ns(row.p50_ns)).field("p99_ns", json_ns(row.p99_ns));
     w.key("vs_alone");
     row.vs_alone ? w.value(ratio(*row.vs_alone)) : w.null();
     w.end_object();
@@ -123,8 +119,8 @@ void write_model(JsonWriter& w, const CostReport& r) {
   const ModelNotes& m = r.model;
   w.key("model").begin_object();
   // Picoseconds: the overhead is often below a nanosecond, which integer ns would round to 0.
-  w.field("probe_overhead_ps", ns(m.probe_overhead_ns * 1000)).field("window_trim_ns", ns(m.window_trim_ns));
-  w.field("block_threshold_ns", ns(m.block_threshold_ns));
+  w.field("probe_overhead_ps", json_ns(m.probe_overhead_ns * 1000)).field("window_trim_ns", json_ns(m.window_trim_ns));
+  w.field("block_threshold_ns", json_ns(m.block_threshold_ns));
   w.field("events", m.events).field("events_dropped", m.events_dropped).field("late_events", m.late_events);
   w.field("windows", m.windows).field("rusage_samples", m.rusage_samples).field("rusage_blocked", m.rusage_blocked);
   w.field("evidence_bins", m.evidence_bins);
@@ -155,23 +151,23 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   write_optional_ns(w, "wall_ns", r.wall_ns);
   w.field("threads", r.threads).field("busy_threads", r.contention.busy_threads);
   w.field("calls", r.calls).field("timed_calls", r.timed).field("sample_every", r.sample_every);
-  w.field("thread_time_ns", ns(r.thread_time_ns));
-  w.field("allocator_time_ns", ns(r.allocator_time_ns)).field("allocator_time_error_ns", ns(r.allocator_error_ns));
+  w.field("thread_time_ns", json_ns(r.thread_time_ns));
+  w.field("allocator_time_ns", json_ns(r.allocator_time_ns)).field("allocator_time_error_ns", json_ns(r.allocator_error_ns));
   w.field("allocator_time_unsure", r.allocator_unsure);
   w.key("error_bounds").begin_object();
   w.field("method", error_method(r.error)).field("windows", r.error.windows).field("clusters", r.error.clusters);
-  w.field("sampled_fraction", fraction(r.error.sampled_fraction));
+  w.field("sampled_fraction", json_fraction(r.error.sampled_fraction));
   w.key("wait_share_bound");
-  r.error.wait_share_bound ? w.value(fraction(*r.error.wait_share_bound)) : w.null();
+  r.error.wait_share_bound ? w.value(json_fraction(*r.error.wait_share_bound)) : w.null();
   w.key("fast_share_bound");
-  r.error.fast_share_bound ? w.value(fraction(*r.error.fast_share_bound)) : w.null();
+  r.error.fast_share_bound ? w.value(json_fraction(*r.error.fast_share_bound)) : w.null();
   w.end_object();
-  w.field("allocator_share", fraction(r.allocator_share));
+  w.field("allocator_share", json_fraction(r.allocator_share));
   write_split(w, r.split);
-  w.field("wait_share", fraction(r.contention.wait_share));
+  w.field("wait_share", json_fraction(r.contention.wait_share));
   w.key("serialization_index");
   r.contention.serialization_index ? w.value(ratio(*r.contention.serialization_index)) : w.null();
-  w.key("verdict").begin_object().field("dominant", r.verdict.dominant).field("text", verdict_text(r)).end_object();
+  w.key("verdict").begin_object().field("dominant", verdict_name(r.verdict.kind)).field("text", verdict_text(r)).end_object();
   write_contention(w, r);
   w.key("locks");
   write_lock_report_json(w, r.locks);
@@ -187,7 +183,7 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   for (const EstimateCell& c : r.cells) {
     w.begin_object().key("class");
     c.cls == kEstimateNoClass ? w.null() : w.value(c.cls);
-    w.field("op", op_name(c.op)).field("calls", c.calls).field("timed", c.timed).field("time_ns", ns(c.time_ns));
+    w.field("op", op_name(c.op)).field("calls", c.calls).field("timed", c.timed).field("time_ns", json_ns(c.time_ns));
     write_split(w, c.split);
     w.end_object();
   }

@@ -95,4 +95,18 @@ std::string verdict_text(const CostReport& r) {
   return text;
 }
 
+const char* verdict_name(VerdictKind kind) {
+  switch (kind) {
+    case VerdictKind::NoCalls:
+    case VerdictKind::NotSampling:
+    case VerdictKind::NoneTimed: return "none";
+    case VerdictKind::NoCallTimed:
+    case VerdictKind::SharesUnsure: return "unsure";
+    case VerdictKind::Waiting: return "waiting";
+    case VerdictKind::Slow: return "slow";
+    case VerdictKind::Fast: return "fast";
+  }
+  return "none";
+}
+
 }  // namespace allocscope

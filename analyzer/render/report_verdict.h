@@ -10,4 +10,7 @@ namespace allocscope {
 
 std::string verdict_text(const CostReport& report);
 
+// The verdict's name in the JSON report: "fast", "slow", "waiting", "unsure" or "none".
+const char* verdict_name(VerdictKind kind);
+
 }  // namespace allocscope

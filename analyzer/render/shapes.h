@@ -31,6 +31,8 @@ std::string shape_rows_text(const ShapeReport& report, size_t rows = 20);
 // "short-lived (< 1 µs) same-thread 16–1032 B": bands below 10 µs are short-lived, below 1 s
 // medium-lived, the rest long-lived; leaked blocks are "leaked 16–1032 B".
 std::string describe_shape(uint64_t lo, uint64_t hi, LifetimeBand band, bool cross_thread);
+// "< 1 µs", …, "≥ 1 s", "leaked": a lifetime band in the text.
+const char* lifetime_band_label(LifetimeBand band);
 // "short-lived same-thread 16–1039 B", "leaked 9000 B".
 std::string describe_shape_group(uint64_t lo, uint64_t hi, ShapeGroupKey key);
 // {"base_ns","other_ns","gap_ns","groups":[…],"shapes":[…]}

@@ -102,13 +102,10 @@ void write_shape_fields(JsonWriter& w, const ShapeReport& r) {
 }
 
 void write_shape_groups(JsonWriter& w, const ShapeReport& r) {
-  uint64_t calls = 0, time = 0;
-  for (const ShapeGroupRow& g : r.groups) {
-    calls += g.calls;
-    time += g.time_ns;
-  }
+  const GroupTotals totals = group_totals(r.groups);
+  const uint64_t calls = totals.calls, time = totals.time_ns;
   auto share = [](uint64_t part, uint64_t total) {
-    return total ? std::round(static_cast<double>(part) / static_cast<double>(total) * 1e4) / 1e4 : 0.0;
+    return total ? json_fraction(static_cast<double>(part) / static_cast<double>(total)) : 0.0;
   };
   w.key("shape_groups").begin_array();
   for (const ShapeGroupRow& g : r.groups) {

@@ -43,6 +43,12 @@ std::string thread_pattern(bool cross_thread) { return cross_thread ? "cross-thr
 
 }  // namespace
 
+const char* lifetime_band_label(LifetimeBand band) {
+  constexpr const char* labels[kLifetimeBands] = {"< 1 µs", "< 10 µs", "< 100 µs", "< 1 ms",
+                                                  "< 1 s",  "≥ 1 s",   "leaked"};
+  return labels[static_cast<unsigned>(band)];
+}
+
 std::string describe_shape(uint64_t lo, uint64_t hi, LifetimeBand band, bool cross_thread) {
   if (band == LifetimeBand::Leaked) return fmt::format("leaked {}", size_range_text(lo, hi));
   const char* life = band <= LifetimeBand::Under10us ? "short-lived"
@@ -106,11 +112,8 @@ std::string shapes_summary_text(const ShapeReport& r) {
 }
 
 std::string shape_groups_text(const ShapeReport& r, size_t rows) {
-  uint64_t calls = 0, time = 0;
-  for (const ShapeGroupRow& g : r.groups) {
-    calls += g.calls;
-    time += g.time_ns;
-  }
+  const GroupTotals totals = group_totals(r.groups);
+  const uint64_t calls = totals.calls, time = totals.time_ns;
   TextTable table({{"shape", Align::Left}, {"classes"}, {"blocks"}, {"calls"}, {"calls %"}, {"time"}, {"time %"}});
   for (size_t i = 0; i < r.groups.size() && i < rows; ++i) {
     const ShapeGroupRow& g = r.groups[i];

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -54,6 +55,23 @@ void append_escaped_ascii(std::string& out, char c) {
 }
 
 }  // namespace
+
+int64_t json_ns(double ns) { return std::isfinite(ns) ? static_cast<int64_t>(std::llround(std::max(0.0, ns))) : 0; }
+
+int64_t json_signed_ns(double ns) { return std::isfinite(ns) ? static_cast<int64_t>(std::llround(ns)) : 0; }
+
+std::optional<int64_t> json_signed_ns(const std::optional<double>& ns) {
+  return ns ? std::optional<int64_t>(json_signed_ns(*ns)) : std::nullopt;
+}
+
+double json_fraction(double share) { return std::isfinite(share) ? std::round(share * 1e4) / 1e4 : 0.0; }
+
+std::optional<double> json_fraction(const std::optional<double>& share) { return json_rounded(share, 1e4); }
+
+std::optional<double> json_rounded(const std::optional<double>& value, double scale) {
+  if (!value || !std::isfinite(*value)) return std::nullopt;
+  return std::round(*value * scale) / scale;
+}
 
 void append_json_string(std::string& out, std::string_view text) {
   out += '"';

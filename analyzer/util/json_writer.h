@@ -20,6 +20,16 @@ namespace allocscope {
 // one (overlong forms, surrogates and code points above U+10FFFF are not).
 size_t utf8_sequence_length(std::string_view text, size_t i);
 
+// The numbers of allocscope's JSON documents: durations in integer nanoseconds (json_ns never
+// below 0; json_signed_ns for differences), shares as fractions rounded to 4 decimals
+// (json_rounded: to another scale).  A value that is not finite is 0, or null when optional.
+int64_t json_ns(double ns);
+int64_t json_signed_ns(double ns);
+std::optional<int64_t> json_signed_ns(const std::optional<double>& ns);
+double json_fraction(double share);
+std::optional<double> json_fraction(const std::optional<double>& share);
+std::optional<double> json_rounded(const std::optional<double>& value, double scale);
+
 // Appends `text` as a quoted JSON string.
 void append_json_string(std::string& out, std::string_view text);
 std::string json_quote(std::string_view text);

@@ -187,7 +187,7 @@ TEST(CostModel, SplitsKnownCallsExactly) {
   EXPECT_NEAR(r.classes[0].split.wait_ns, 4'000, 1e-6);
   ASSERT_EQ(r.threads_rows.size(), 1u);
   EXPECT_NEAR(r.threads_rows[0].split.slow_ns, 1'200, 1e-6);
-  EXPECT_EQ(r.verdict.dominant, "fast");
+  EXPECT_EQ(r.verdict.kind, VerdictKind::Fast);
 }
 
 TEST(CostModel, RusageEvidenceOfALatencyBinAppliesToItsOtherCalls) {
@@ -227,7 +227,7 @@ TEST(CostModel, WithoutEvidenceTheLongestCallsTakeTheThreadsVoluntarySwitches) {
   const CostReport r2 = s2.analyze({t});
   EXPECT_DOUBLE_EQ(r2.split.wait_ns, 0);
   EXPECT_NEAR(r2.split.slow_ns, 10 * (100'000 - 100), 1e-6);
-  EXPECT_EQ(r2.verdict.dominant, "slow");
+  EXPECT_EQ(r2.verdict.kind, VerdictKind::Slow);
 }
 
 TEST(CostModel, ASlowCallWhoseSwitchesWereReadWaitsOnlyIfItSlept) {
@@ -408,7 +408,7 @@ TEST(CostModel, DiffGivesNoCoverageWhenTheRunsTakeTheSameThreadTime) {
   EXPECT_NEAR(same.measured_delta_ns, 10'000, 1);
   EXPECT_FALSE(same.coverage.has_value());
   EXPECT_FALSE(same.wall_coverage.has_value());
-  EXPECT_EQ(same.verdict_dominant, "none");
+  EXPECT_EQ(same.verdict, DiffVerdict::NoGap);
   EXPECT_NE(diff_verdict_text(same).find("same thread time"), std::string::npos) << diff_verdict_text(same);
   const DiffReport gap = diff_reports(a, c);
   EXPECT_NEAR(gap.measured_delta_ns, 500'000, 1);
