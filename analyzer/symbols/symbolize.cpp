@@ -30,9 +30,9 @@ std::optional<uint64_t> parse_hex(std::string_view text) {
 }
 
 // "file:line" or "file:line (discriminator N)"; "??:0", "??:?" are unknown.
-SourceFrame parse_position(std::string function, std::string_view position) {
+SourceFrame parse_position(std::string_view function, std::string_view position) {
   SourceFrame f;
-  f.function = function == "??" ? "" : std::move(function);
+  if (function != "??") f.function = std::string(function);
   if (const size_t paren = position.find(" ("); paren != std::string_view::npos) position = position.substr(0, paren);
   const size_t colon = position.rfind(':');
   if (colon == std::string_view::npos) return f;
@@ -186,7 +186,7 @@ void Symbolizer::run_addr2line(int module, const std::vector<uint64_t>& addresse
         continue;
       }
       if (current) {
-        SourceFrame f = parse_position(std::move(*function), line);
+        SourceFrame f = parse_position(*function, line);
         if (!f.function.empty() || !f.file.empty()) current->source.push_back(std::move(f));
       }
       function.reset();

@@ -294,7 +294,11 @@ class MutexAllocator(unittest.TestCase):
         self.assertNotEqual(self.nolock["contention"]["verdict"], "global_lock", self.describe(self.nolock))
 
     def test_lock_contention_is_the_dominant_cost(self):
-        self.assertIn(self.mutex["verdict"]["dominant"], ("waiting", "slow"), self.describe(self.mutex))
+        # One run's claim: waiting (or slow) dominates, or the report says no cost dominates surely.
+        if self.mutex["verdict"]["dominant"] == "unsure":
+            self.assertIn("Run too short to judge", self.mutex["verdict"]["text"], self.describe(self.mutex))
+        else:
+            self.assertIn(self.mutex["verdict"]["dominant"], ("waiting", "slow"), self.describe(self.mutex))
         self.assertNotEqual(self.nolock["verdict"]["dominant"], "waiting", self.describe(self.nolock))
 
 
