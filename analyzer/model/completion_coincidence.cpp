@@ -17,6 +17,10 @@ constexpr size_t kMaxSlices = 4;                // … at most this many of them
 
 uint32_t size_group(uint64_t size) { return static_cast<uint32_t>(std::bit_width(size)); }
 
+uint32_t call_size_group(const format::Event& e) {
+  return e.bucket == kBucketUnknown ? kUnknownGroup : size_group(format::event_size(e));
+}
+
 CoincidenceTally::CoincidenceTally(uint64_t step, uint64_t min_near) {
   step = std::max<uint64_t>(step, 1);
   near_ = 2 * step;

@@ -28,6 +28,8 @@
 #include <span>
 #include <vector>
 
+#include "allocscope/format.h"
+
 namespace allocscope {
 
 struct CallEnd {
@@ -42,6 +44,9 @@ constexpr uint32_t kUnknownGroup = ~0u;
 // classes are no wider than a power of two, so under different locks if the allocator has a
 // lock per class.  Calls of neighbouring groups may share a class (say 60 B and 70 B).
 uint32_t size_group(uint64_t size);
+// A timed call's size group: of the request it stands for (format.h event_size), or kUnknownGroup
+// for a release whose size was not taken.
+uint32_t call_size_group(const format::Event& e);
 inline bool sizes_apart(uint32_t a, uint32_t b) {
   return a != kUnknownGroup && b != kUnknownGroup && (a > b ? a - b : b - a) >= 2;
 }

@@ -163,8 +163,7 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
         preempted = true;
         excluded_until = std::max(excluded_until, e.start_tick + e.duration_ticks);
       }
-      uint64_t size = e.size;
-      if (e.size == 0xffffffffu && e.bucket < kSizeBuckets) size = std::max<uint64_t>(size, bucket_lo(e.bucket));
+      const uint64_t size = format::event_size(e);
       const size_t cls = e.bucket == kBucketUnknown ? classes.size() : class_of(size);
       const size_t dcls = !regrid ? cls : e.bucket == kBucketUnknown ? disp_classes.size() : disp_class_of(size);
       tally_call(p2, p2.threads[static_cast<size_t>(ti)], it, cls, dcls, d, wait, base);
@@ -176,7 +175,7 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
       }
       if (it.inside >= 0) {
         ends.push_back(CallEnd{e.start_tick + e.duration_ticks, it.thread,
-                               e.bucket == kBucketUnknown ? kUnknownGroup : size_group(size)});
+                               call_size_group(e)});
       }
       if (it.contended_ticks > 0) {
         // The call progresses at min(1, uncontended cost / duration), uniformly over its length.

@@ -12,10 +12,6 @@
 namespace allocscope {
 namespace {
 
-// As the sweep groups sizes (window_sweep.cpp): unknown for a free whose size was not taken.
-uint32_t group_of(const format::Event& e, uint32_t groups) {
-  return e.bucket == kBucketUnknown ? kUnknownGroup : std::min(size_group(e.size), groups - 1);
-}
 
 uint32_t find(std::vector<uint32_t>& parent, uint32_t x) {
   while (parent[x] != x) {
@@ -26,6 +22,12 @@ uint32_t find(std::vector<uint32_t>& parent, uint32_t x) {
 }
 
 }  // namespace
+
+// call_size_group, folded into the bits of joined_groups_ (kUnknownGroup stays as it is).
+uint32_t SleepPairTally::bit_group(const format::Event& e) {
+  const uint32_t g = call_size_group(e);
+  return g == kUnknownGroup ? g : std::min(g, kGroups - 1);
+}
 
 SleepPairTally::SleepPairTally(std::vector<ThreadSpan> span_of_serial) : spans_(std::move(span_of_serial)) {}
 
@@ -45,7 +47,7 @@ void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<cons
   for (const SweepItem& it : items) {
     grow(it.thread);
     const format::Event& e = it.event;
-    const uint32_t group = group_of(e, kGroups);
+    const uint32_t group = bit_group(e);
     std::vector<Call>& calls = by_thread_[it.thread];
     if (calls.empty()) seen_.push_back(it.thread);
     calls.push_back(Call{e.start_tick, e.start_tick + e.duration_ticks, group});
@@ -88,7 +90,7 @@ void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<cons
     ++pairs_;
     const uint32_t a = find(thread_parent_, it.thread), b = find(thread_parent_, static_cast<uint32_t>(partner));
     if (a != b) thread_parent_[a] = b;
-    const uint32_t group = group_of(e, kGroups);
+    const uint32_t group = bit_group(e);
     if (sizes_apart(group, partner_group)) {
       ++apart_;
       joined_groups_[group] |= uint64_t{1} << partner_group;

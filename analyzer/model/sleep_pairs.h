@@ -80,6 +80,7 @@ class SleepPairTally {
   std::vector<uint32_t> seen_;                       // scratch: serials with calls in this window
 
   void grow(uint32_t serial);
+  static uint32_t bit_group(const format::Event& e);
 };
 
 }  // namespace allocscope

@@ -81,8 +81,7 @@ StackCostSource load_stack_costs(const std::filesystem::path& path, std::span<Tr
     for (const format::Event& e : events) {
       if (e.op >= kOpSlots) continue;
       const bool known = e.bucket < kSizeBuckets;
-      uint64_t size = e.size;
-      if (known && size == 0xffffffffu) size = std::max<uint64_t>(size, bucket_lo(e.bucket));
+      const uint64_t size = format::event_size(e);
       const uint32_t cls = known ? static_cast<uint32_t>(table.class_of(size)) : kNoClass;
       StackCost& c = pending[{header.thread_serial, e.stack_id, e.op, cls}];
       ++c.calls;

@@ -148,7 +148,7 @@ void WindowSweep::meet_others(SweepItem& item, uint64_t end, bool trusted) {
   const uint64_t start = item.event.start_tick;
   const bool allocating = allocates(item.event.op);
   const bool short_call = item.event.duration_ticks < config_.running_ticks;
-  const uint32_t group = item.event.bucket == kBucketUnknown ? kUnknownGroup : size_group(item.event.size);
+  const uint32_t group = call_size_group(item.event);
   uint32_t others = 0, others_allocating = 0, others_running = 0, others_near = 0;
   bool replaced = false;
   for (size_t i = 0; i < active_.size();) {

@@ -34,6 +34,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "allocscope/buckets.h"
+
 namespace allocscope::format {
 
 constexpr char kMagic[8] = {'A', 'L', 'C', 'S', 'C', 'O', 'P', 'E'};
@@ -224,6 +226,14 @@ struct Event {
   uint32_t stack_id;        // the call's stack in this thread's Stacks chunks, 0 = none
 };
 static_assert(sizeof(Event) == 32);
+
+// The request size an event stands for: its size, or, where the size saturated at 2^32-1, the
+// lower bound of its bucket (which is exact).  A release whose size was not taken has
+// kBucketUnknown and size 0.
+constexpr uint64_t event_size(const Event& e) {
+  const bool saturated = e.size == 0xffffffffu && e.bucket < kSizeBuckets;
+  return saturated && bucket_lo(e.bucket) > e.size ? bucket_lo(e.bucket) : e.size;
+}
 
 // --- trace mode ------------------------------------------------------------------------------
 // TraceEvents: TraceHeader, then `count` variable-length records, `bytes` bytes in all.  Every
