@@ -20,6 +20,11 @@ constexpr double kBusyThreadShare = 0.01;     // threads with at least this shar
 constexpr double kPreemptedSeconds = 100e-6;  // a call this long that did not block was descheduled
 constexpr double kCoincidenceNearSeconds = 20e-9;  // least width of the near zone of the ends' measure
 
+// A busy thread: one that made at least kBusyThreadShare of the process's calls.
+bool busy_thread(uint64_t calls, uint64_t all_calls) {
+  return calls > 0 && static_cast<double>(calls) >= kBusyThreadShare * static_cast<double>(all_calls);
+}
+
 // Threads by serial: the index in profile.threads, or -1.
 std::vector<int32_t> thread_of_serials(const Profile& profile) {
   std::vector<int32_t> thread_of_serial;
@@ -132,11 +137,8 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
   std::vector<ThreadSpan> span_of_serial(thread_of_serial.size());
   uint64_t all_calls = 0;
   for (const ThreadProfile& t : profile.threads) all_calls += t.total().calls;
-  for (const ThreadProfile& t : profile.threads) {
-    const uint64_t calls = t.total().calls;
-    span_of_serial[t.serial] = ThreadSpan{t.first_tick, t.last_tick,
-                                          calls > 0 && static_cast<double>(calls) >= kBusyThreadShare * static_cast<double>(all_calls)};
-  }
+  for (const ThreadProfile& t : profile.threads)
+    span_of_serial[t.serial] = ThreadSpan{t.first_tick, t.last_tick, busy_thread(t.total().calls, all_calls)};
   SleepPairTally sleep_pairs(std::move(span_of_serial));
   std::vector<uint8_t> slept;
   WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
@@ -215,7 +217,7 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   }
   c.max_inside = p2.sweep.max_inside;
   for (const auto& t : r.threads_rows) {
-    if (t.calls > 0 && static_cast<double>(t.calls) >= kBusyThreadShare * static_cast<double>(r.calls)) ++c.busy_threads;
+    c.busy_threads += busy_thread(t.calls, r.calls);
   }
   const double alone_mean = p2.by_inside[0].empty() ? 0 : p2.by_inside[0].mean();
   for (unsigned k = 0; k < kInsideRows; ++k) {
