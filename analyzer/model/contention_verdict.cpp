@@ -162,15 +162,12 @@ bool any_slower_than(const ExclusionMeasure& a, double above) {
 // they waited for serves both sizes.  Joined, such pairs span most sizes, and every thread's
 // allocations slept too: one lock serves them all (sleep_pairs.h).  A lock per class never pairs
 // sizes twice apart; a lock that one thread's frees share with another's allocations leaves the
-// freeing thread's allocations awake.  Calls seen taking turns within classes only say otherwise.
+// freeing thread's allocations awake.
 Rule by_sleep_pairs(const ContentionInputs& in) {
   const SleepPairsMeasure& p = in.sleep_pairs;
-  const CoincidenceMeasure& q = in.ends;
-  const bool turns_within_classes = q.value && q.high() < kTurnsBelow && in.ends_across.value &&
-                                    in.ends_across.low() > kTurnsBelow;
   const double apart_share = p.pairs ? static_cast<double>(p.apart) / static_cast<double>(p.pairs) : 0;
   const double apart_low = apart_share - 2 * std::sqrt(apart_share * (1 - apart_share) / std::max<double>(1, p.pairs));
-  if (!sleeps_inside(in) || turns_within_classes || p.apart < kMinApartSleeps || apart_low < kApartOfMet * p.met_apart_share ||
+  if (!sleeps_inside(in) || p.apart < kMinApartSleeps || apart_low < kApartOfMet * p.met_apart_share ||
       p.joined_share < kJoinedShare || !p.threads_joined || p.min_thread_slept_allocating < kMinThreadSleeps) {
     return std::nullopt;
   }
@@ -258,9 +255,9 @@ Decision by_parallel_calls(const ContentionInputs& in) {
 Decision decide(const ContentionInputs& in) {
   if (in.busy_threads < 2) return Decision{ContentionKind::SingleThread, ContentionReason::OneThread, 1.0};
   if (in.timed == 0) return Decision{ContentionKind::Unsure, ContentionReason::NotTimed, 0};
+  if (const Rule d = by_turns(in)) return *d;
   if (const Rule d = by_sleep_pairs(in)) return *d;
   if (!in.allocating.slower.value && !in.ends.value) return Decision{ContentionKind::Unsure, ContentionReason::TooFewMet, 0};
-  if (const Rule d = by_turns(in)) return *d;
   if (const Rule d = by_slowness(in)) return *d;
   return by_parallel_calls(in);
 }
