@@ -31,12 +31,14 @@ SweepItem call(uint32_t thread, uint64_t start, uint32_t duration, uint32_t size
 std::vector<ThreadSpan> two_threads() { return {{0, 1000000, false}, {0, 1000000, true}, {0, 1000000, true}}; }
 
 // One window: thread 1 inside calls of `partner_size` back to back from tick 100, thread 2 first
-// seen at 150, then one call of `sleeper_size` at 1000 that slept (items in start order).
+// seen at 150, then one call `sleeper_op` of `sleeper_size` at 1000 that slept (items in start
+// order); `size_taken` false: a release whose size was not taken (kBucketUnknown).
 void add_window(SleepPairTally& tally, uint64_t base, uint32_t sleeper_size, uint32_t partner_size,
-                uint64_t trusted_from = 0) {
+                uint64_t trusted_from = 0, Op sleeper_op = Op::Malloc, bool size_taken = true) {
   std::vector<SweepItem> items = {call(1, base + 100, 50, partner_size), call(2, base + 150, 20, sleeper_size),
                                   call(1, base + 900, 400, partner_size, Op::Malloc, 0),
-                                  call(2, base + 1000, 5000, sleeper_size, Op::Malloc, 1, 0)};
+                                  call(2, base + 1000, 5000, size_taken ? sleeper_size : 0, sleeper_op, 1, 0)};
+  if (!size_taken) items[3].event.bucket = kBucketUnknown;
   const std::vector<uint8_t> slept = {0, 0, 0, 1};
   tally.add_window(items, slept, trusted_from ? trusted_from : base);
 }
@@ -123,10 +125,7 @@ TEST(SleepPairs, EveryThreadsAllocationsMustSleep) {
 
 TEST(SleepPairs, ASleepingFreeCountsAsAPairButNotAsAnAllocationAsleep) {
   SleepPairTally tally(two_threads());
-  std::vector<SweepItem> items = {call(1, 100, 50, 800), call(2, 150, 20, 24), call(1, 900, 400, 800),
-                                  call(2, 1000, 5000, 24, Op::Free)};
-  const std::vector<uint8_t> slept = {0, 0, 0, 1};
-  tally.add_window(items, slept, 0);
+  add_window(tally, 0, 24, 800, 0, Op::Free);
   const SleepPairsMeasure m = tally.measure();
   EXPECT_EQ(m.pairs, 1u);
   EXPECT_EQ(m.apart, 1u);
@@ -135,11 +134,7 @@ TEST(SleepPairs, ASleepingFreeCountsAsAPairButNotAsAnAllocationAsleep) {
 
 TEST(SleepPairs, ASizeNotTakenIsNeverApart) {
   SleepPairTally tally(two_threads());
-  std::vector<SweepItem> items = {call(1, 100, 50, 800), call(2, 150, 20, 24), call(1, 900, 400, 800),
-                                  call(2, 1000, 5000, 0, Op::Free)};
-  items[3].event.bucket = kBucketUnknown;
-  const std::vector<uint8_t> slept = {0, 0, 0, 1};
-  tally.add_window(items, slept, 0);
+  add_window(tally, 0, 24, 800, 0, Op::Free, /*size_taken=*/false);
   const SleepPairsMeasure m = tally.measure();
   EXPECT_EQ(m.pairs, 1u);
   EXPECT_EQ(m.apart, 0u);
