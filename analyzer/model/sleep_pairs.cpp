@@ -65,17 +65,14 @@ void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<cons
     const uint64_t t = e.start_tick;
     if (t < trusted_from) continue;
     ++slept_;
-    // Every other thread whose calls span t must have been seen in this window by t.
-    bool known = true;
+    // The other busy threads whose calls span t and that were seen in this window by t: inside
+    // if their last call that started by t had not ended (an unseen one is taken as outside).
     int64_t partner = -1;
     uint32_t partner_group = kUnknownGroup;
     unsigned inside = 0;
-    for (uint32_t s = 0; s < spans_.size() && known; ++s) {
+    for (uint32_t s = 0; s < spans_.size(); ++s) {
       if (s == it.thread || !spans_[s].busy || spans_[s].first > t || spans_[s].last < t) continue;
-      if (s >= by_thread_.size() || by_thread_[s].empty() || by_thread_[s].front().start > t) {
-        known = false;
-        break;
-      }
+      if (s >= by_thread_.size() || by_thread_[s].empty() || by_thread_[s].front().start > t) continue;
       const std::vector<Call>& calls = by_thread_[s];
       // The last call of s that started by t: s is inside at t if it has not ended.
       auto next = std::upper_bound(calls.begin(), calls.end(), t, [](uint64_t tick, const Call& c) { return tick < c.start; });
@@ -86,7 +83,7 @@ void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<cons
         partner_group = c.group;
       }
     }
-    if (!known || inside != 1) continue;
+    if (inside != 1) continue;
     ++pairs_;
     const uint32_t a = find(thread_parent_, it.thread), b = find(thread_parent_, static_cast<uint32_t>(partner));
     if (a != b) thread_parent_[a] = b;

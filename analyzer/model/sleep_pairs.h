@@ -2,8 +2,8 @@
 //
 // A call that sleeps inside the allocator (a voluntary context switch, format.h kEvSwitches)
 // waits for something another thread holds.  Where, at the moment it started, exactly one other
-// thread was inside the allocator and every thread alive is accounted for, that thread's call is
-// the one it waited behind (or the one that had just handed the lock on): a *sleep pair*.  Under
+// thread is known to have been inside the allocator, that thread's call is the one it waited
+// behind (or the one that had just handed the lock on): a *sleep pair*.  Under
 // a lock per size class the two calls share a class, so their sizes are less than twice apart;
 // under one lock for every size they are whatever the two threads happened to ask for.  A pair of
 // sizes at least twice apart (completion_coincidence.h sizes_apart) joins the two sizes' powers of
@@ -18,13 +18,15 @@
 // lock that one thread's frees share with another thread's allocations (glibc's arena under
 // cross-thread frees) leaves the freeing thread's allocations awake.
 //
-// "Accounted for": every other busy thread (>= 1 % of the calls) whose allocator calls span the
-// moment (ThreadSpan) has a timed call in the same window that started no later, so what it was
-// doing then is known.  A thread that makes few calls (a main thread waiting in pthread_join
-// between its first and last call) is taken to be outside.  A
-// thread not yet seen in the window may be inside a call that began before the window, the
-// holder of the lock, unseen: such a moment is left out.  With more threads than CPUs most moments
-// are, and the measure stays empty; on two threads it sees most sleeps (docs/analysis.md).
+// "Known to have been inside": the thread's last timed call in the window that started by then
+// had not ended.  A busy thread with no call in the window by then is taken to be outside, though
+// it may be inside a call that began before the window: a waiter asleep there (holding nothing),
+// or a holder unseen.  Requiring every busy thread to be seen left almost every sleep out with
+// more threads than CPUs (most threads are off the CPU at any moment); the noise an unseen holder
+// adds pairs the sleeper with a random neighbour, which is what the comparison with
+// `met_apart_share` weighs.  Measured with a lock per size class at 4-16 threads (2-3 s runs,
+// docs/analysis.md): no pair of those was apart in the stress and producer/consumer runs.  A
+// thread that makes few calls (a main thread waiting in pthread_join) is never a partner.
 //
 // Numbers only; contention_wording.h words them.
 #pragma once
@@ -38,7 +40,7 @@
 namespace allocscope {
 
 // A thread's allocator calls span [first, last] ticks (ThreadProfile::first_tick, last_tick);
-// `busy`: it made at least 1 % of the calls.  The others are neither required nor judged.
+// `busy`: it made at least 1 % of the calls.  The others are neither paired nor judged.
 struct ThreadSpan {
   uint64_t first = 0, last = 0;
   bool busy = false;
@@ -46,7 +48,7 @@ struct ThreadSpan {
 
 struct SleepPairsMeasure {
   uint64_t slept = 0;           // timed calls that slept, in the trusted part of a window
-  uint64_t pairs = 0;           // … with every thread accounted for and exactly one other inside
+  uint64_t pairs = 0;           // … with exactly one other thread known to be inside
   uint64_t apart = 0;           // … of them, the two calls' sizes at least twice apart
   double met_apart_share = 0;   // of timed calls with exactly one other thread inside, sizes twice apart
   double joined_share = 0;      // timed calls of known size in the largest set of powers of two joined by apart pairs

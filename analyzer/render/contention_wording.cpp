@@ -113,7 +113,7 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
   if (p.pairs) {
     items.push_back({"sleep_pairs", static_cast<double>(p.pairs),
                      fmt::format("timed calls that slept inside the allocator while exactly one other thread was "
-                                 "inside, every thread accounted for (of {} that slept): the call each waited behind",
+                                 "seen inside (of {} that slept): the call each waited behind",
                                  p.slept)});
     items.push_back({"sleep_pairs_apart", static_cast<double>(p.apart) / static_cast<double>(p.pairs),
                      fmt::format("the share of them ({}) whose two calls asked for sizes at least twice apart: one "

@@ -67,17 +67,33 @@ TEST(SleepPairs, ASleepBehindACallOfANearSizeJoinsNothing) {
   EXPECT_DOUBLE_EQ(m.joined_share, 0.5);  // two sizes, two calls each, not joined
 }
 
-TEST(SleepPairs, ABusyThreadNotYetSeenInTheWindowLeavesTheSleepOut) {
+TEST(SleepPairs, ABusyThreadNotYetSeenInTheWindowIsTakenAsOutside) {
   // Thread 3 is busy over the run but made no call in this window: it may be inside a call that
-  // began before the window, holding the lock unseen.
+  // began before the window (asleep, or holding the lock unseen); it is taken as outside, and the
+  // sleep pairs with the one thread seen inside.  Thread 3 joins no pair.
   std::vector<ThreadSpan> spans = two_threads();
   spans.push_back({0, 1000000, true});
   SleepPairTally tally(spans);
   add_window(tally, 0, 24, 800);
   const SleepPairsMeasure m = tally.measure();
   EXPECT_EQ(m.slept, 1u);
-  EXPECT_EQ(m.pairs, 0u);
+  EXPECT_EQ(m.pairs, 1u);
+  EXPECT_EQ(m.apart, 1u);
   EXPECT_FALSE(m.threads_joined);
+}
+
+TEST(SleepPairs, AThreadSeenOnlyAfterTheSleepStartedIsTakenAsOutside) {
+  // Thread 3's first call in the window starts after the sleeper's: at that moment it is unseen.
+  std::vector<ThreadSpan> spans = two_threads();
+  spans.push_back({0, 1000000, true});
+  SleepPairTally tally(spans);
+  std::vector<SweepItem> items = {call(1, 100, 50, 800), call(2, 150, 20, 24), call(1, 900, 400, 800),
+                                  call(2, 1000, 5000, 24), call(3, 1100, 3000, 64)};
+  const std::vector<uint8_t> slept = {0, 0, 0, 1, 0};
+  tally.add_window(items, slept, 0);
+  const SleepPairsMeasure m = tally.measure();
+  EXPECT_EQ(m.pairs, 1u);
+  EXPECT_EQ(m.apart, 1u);
 }
 
 TEST(SleepPairs, AThreadOutsideItsSpanIsNotRequired) {
