@@ -31,7 +31,7 @@ constexpr double kSleptShare = 0.05;         // … and their share of the slow 
 constexpr uint64_t kMinApartSleeps = 10;     // sleep pairs of sizes twice apart before they say one lock, …
 constexpr double kApartOfMet = 0.5;          // … as often, within 2σ, as this share of met_apart_share, …
 constexpr double kJoinedShare = 0.9;         // … joining sizes that carry at least this share of the calls, …
-constexpr uint64_t kMinThreadSleeps = 1;     // … and an allocating call asleep in every busy thread
+// … and no busy thread's allocations clearly awake (sleep_pairs.h kAwakeExpected), kMinSlept of them asleep
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -159,16 +159,16 @@ bool any_slower_than(const ExclusionMeasure& a, double above) {
 }
 
 // Calls that slept behind a call of a size twice apart, the only other thread inside: the lock
-// they waited for serves both sizes.  Joined, such pairs span most sizes, and every thread's
-// allocations slept too: one lock serves them all (sleep_pairs.h).  A lock per class never pairs
-// sizes twice apart; a lock that one thread's frees share with another's allocations leaves the
-// freeing thread's allocations awake.
+// they waited for serves both sizes.  Joined, such pairs span most sizes, and allocations slept
+// too, in no thread clearly less than its frees: one lock serves them all (sleep_pairs.h).  A lock
+// per class never pairs sizes twice apart; a lock that one thread's frees share with another's
+// allocations leaves the freeing thread's allocations awake while its frees sleep.
 Rule by_sleep_pairs(const ContentionInputs& in) {
   const SleepPairsMeasure& p = in.sleep_pairs;
   const double apart_share = p.pairs ? static_cast<double>(p.apart) / static_cast<double>(p.pairs) : 0;
   const double apart_low = apart_share - 2 * std::sqrt(apart_share * (1 - apart_share) / std::max<double>(1, p.pairs));
   if (!sleeps_inside(in) || p.apart < kMinApartSleeps || apart_low < kApartOfMet * p.met_apart_share ||
-      p.joined_share < kJoinedShare || !p.threads_joined || p.min_thread_slept_allocating < kMinThreadSleeps) {
+      p.joined_share < kJoinedShare || !p.threads_joined || p.awake_threads > 0 || p.slept_allocating < kMinSlept) {
     return std::nullopt;
   }
   const double by_pairs = static_cast<double>(p.apart - kMinApartSleeps) / static_cast<double>(kMinApartSleeps);

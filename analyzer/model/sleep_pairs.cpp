@@ -35,7 +35,7 @@ void SleepPairTally::grow(uint32_t serial) {
   if (serial < by_thread_.size()) return;
   const size_t n = static_cast<size_t>(serial) + 1;
   by_thread_.resize(n);
-  slept_allocating_of_thread_.resize(n, 0);
+  calls_of_thread_.resize(n);
   const size_t old = thread_parent_.size();
   thread_parent_.resize(n);
   std::iota(thread_parent_.begin() + static_cast<std::ptrdiff_t>(old), thread_parent_.end(), static_cast<uint32_t>(old));
@@ -44,12 +44,22 @@ void SleepPairTally::grow(uint32_t serial) {
 void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<const uint8_t> slept, uint64_t trusted_from) {
   for (uint32_t s : seen_) by_thread_[s].clear();
   seen_.clear();
-  for (const SweepItem& it : items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const SweepItem& it = items[i];
     grow(it.thread);
     const format::Event& e = it.event;
     const uint32_t group = bit_group(e);
     std::vector<Call>& calls = by_thread_[it.thread];
     if (calls.empty()) seen_.push_back(it.thread);
+    ThreadCalls& tc = calls_of_thread_[it.thread];
+    const bool asleep = i < slept.size() && slept[i] != 0;
+    if (allocates(e.op)) {
+      ++tc.allocating;
+      tc.allocating_slept += asleep;
+    } else {
+      ++tc.releasing;
+      tc.releasing_slept += asleep;
+    }
     calls.push_back(Call{e.start_tick, e.start_tick + e.duration_ticks, group});
     if (group != kUnknownGroup) ++calls_of_group_[group];
     if (it.inside == 1 && group != kUnknownGroup) {
@@ -61,7 +71,6 @@ void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<cons
     if (!slept[i]) continue;
     const SweepItem& it = items[i];
     const format::Event& e = it.event;
-    if (allocates(e.op)) ++slept_allocating_of_thread_[it.thread];
     const uint64_t t = e.start_tick;
     if (t < trusted_from) continue;
     ++slept_;
@@ -136,9 +145,13 @@ SleepPairsMeasure SleepPairTally::measure() const {
     const uint32_t r = s < parent.size() ? find(parent, s) : s;
     if (root < 0) root = r;
     joined = joined && static_cast<int64_t>(r) == root;
-    const uint64_t sleeps = s < slept_allocating_of_thread_.size() ? slept_allocating_of_thread_[s] : 0;
-    m.min_thread_slept_allocating = any ? std::min(m.min_thread_slept_allocating, sleeps) : sleeps;
+    const ThreadCalls tc = s < calls_of_thread_.size() ? calls_of_thread_[s] : ThreadCalls{};
+    m.min_thread_slept_allocating = any ? std::min(m.min_thread_slept_allocating, tc.allocating_slept) : tc.allocating_slept;
     any = true;
+    m.slept_allocating += tc.allocating_slept;
+    const double release_rate =
+        tc.releasing ? static_cast<double>(tc.releasing_slept) / static_cast<double>(tc.releasing) : 0.0;
+    m.awake_threads += tc.allocating_slept == 0 && static_cast<double>(tc.allocating) * release_rate >= kAwakeExpected;
   }
   m.threads_joined = any && joined;
   return m;

@@ -16,7 +16,13 @@
 // hardly ever.  The verdict compares the two.
 // The pairs also join threads, and each thread's own allocating calls that slept are counted: a
 // lock that one thread's frees share with another thread's allocations (glibc's arena under
-// cross-thread frees) leaves the freeing thread's allocations awake.
+// cross-thread frees) leaves the freeing thread's allocations awake.  With many threads and a
+// short run a thread may show no allocation asleep by chance alone, so each thread's timed
+// allocating calls are also set against its timed releases: under one lock for every call a
+// call of either kind finds it taken alike.  A thread's allocations are *clearly awake* when none
+// of its n_a timed allocating calls slept while its releases slept at a rate r with
+// n_a * r >= kAwakeExpected (no sleep then has a chance of e^-4.6 = 1 %).  Every timed call
+// counts: one shorter than format.h kSwitchSlowNs cannot have slept.
 //
 // "Known to have been inside": the thread's last timed call in the window that started by then
 // had not ended.  A busy thread with no call in the window by then is taken to be outside, though
@@ -46,6 +52,10 @@ struct ThreadSpan {
   bool busy = false;
 };
 
+// Sleeps expected at a thread's own release rate below which its allocations' missing sleeps say
+// nothing (above).
+constexpr double kAwakeExpected = 4.6;
+
 struct SleepPairsMeasure {
   uint64_t slept = 0;           // timed calls that slept, in the trusted part of a window
   uint64_t pairs = 0;           // … with exactly one other thread known to be inside
@@ -54,6 +64,8 @@ struct SleepPairsMeasure {
   double joined_share = 0;      // timed calls of known size in the largest set of powers of two joined by apart pairs
   bool threads_joined = false;  // the pairs join every busy thread (>= 1 % of the timed calls) into one set
   uint64_t min_thread_slept_allocating = 0;  // over busy threads: the fewest allocating calls that slept
+  uint64_t slept_allocating = 0;             // over busy threads: allocating calls that slept
+  uint64_t awake_threads = 0;                // busy threads whose allocations are clearly awake (above)
 };
 
 class SleepPairTally {
@@ -72,7 +84,11 @@ class SleepPairTally {
     uint32_t group;
   };
   std::vector<ThreadSpan> spans_;
-  std::vector<uint64_t> slept_allocating_of_thread_;  // by serial: of them, allocating calls that slept
+  struct ThreadCalls {
+    uint64_t allocating = 0, allocating_slept = 0;  // timed calls that request bytes, and of them asleep
+    uint64_t releasing = 0, releasing_slept = 0;    // the others (free, delete, ...)
+  };
+  std::vector<ThreadCalls> calls_of_thread_;          // by serial
   std::vector<uint32_t> thread_parent_;              // by serial: union-find of threads joined by pairs
   static constexpr uint32_t kGroups = 64;           // size_group values (larger ones fold into the last)
   std::array<uint64_t, kGroups> calls_of_group_{};   // timed calls by size_group

@@ -126,6 +126,10 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                      fmt::format("the fewest allocating calls that slept in any busy thread (one lock for all makes "
                                  "every thread's allocations wait); the pairs {} every busy thread",
                                  p.threads_joined ? "join" : "do not join")});
+    items.push_back({"threads_allocations_awake", static_cast<double>(p.awake_threads),
+                     "busy threads none of whose timed allocating calls slept while their own releases slept often "
+                     "enough that, under one lock for every call, that would have been a 1 % chance (a lock their "
+                     "frees share, not their allocations)"});
   }
   if (in.cpus) {
     items.push_back({"threads_per_cpu", static_cast<double>(in.max_live_threads) / in.cpus,
@@ -202,10 +206,10 @@ std::string contention_reason(const ContentionVerdict& v) {
     case ContentionReason::SleepsAcrossSizes:
       return fmt::format("{} of {} calls that slept inside the allocator while one other thread was inside waited "
                          "behind a call of a size at least twice larger or smaller; those waits join sizes that carry "
-                         "{} of the calls, and every thread's allocations slept ({} or more each): the lock they wait "
-                         "for serves every size",
+                         "{} of the calls, and allocations slept as well ({}), in no thread clearly less than its "
+                         "frees: the lock they wait for serves every size",
                          in.sleep_pairs.apart, in.sleep_pairs.pairs, pct(in.sleep_pairs.joined_share),
-                         in.sleep_pairs.min_thread_slept_allocating);
+                         in.sleep_pairs.slept_allocating);
     case ContentionReason::SleepWhenMet:
       return fmt::format("calls that met another thread inside were slower than calls made alone ({}), also when "
                          "every other thread inside asked for a size at least twice larger or smaller ({}), and "

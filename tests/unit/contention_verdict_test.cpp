@@ -359,6 +359,7 @@ SleepPairsMeasure one_lock_pairs() {
   p.joined_share = 0.97;
   p.threads_joined = true;
   p.min_thread_slept_allocating = 9;
+  p.slept_allocating = 30;
   return p;
 }
 
@@ -395,11 +396,22 @@ TEST(ContentionVerdict, ALockOneThreadsAllocationsNeverWaitForIsNotGlobal) {
   // glibc's arena under cross-thread frees: the consumer's frees sleep behind the producer's
   // allocations, the consumer's own allocations (its own arena) never sleep.
   SleepPairsMeasure p = one_lock_pairs();
-  p.min_thread_slept_allocating = 0;
+  p.awake_threads = 1;
   EXPECT_EQ(judge_sleep_pairs(p).kind, ContentionKind::Unsure);
   p = one_lock_pairs();
   p.threads_joined = false;
   EXPECT_EQ(judge_sleep_pairs(p).kind, ContentionKind::Unsure);
+  p = one_lock_pairs();
+  p.slept_allocating = 4;  // hardly any allocation slept anywhere
+  EXPECT_EQ(judge_sleep_pairs(p).kind, ContentionKind::Unsure);
+}
+
+TEST(ContentionVerdict, AThreadWithoutAnAllocationAsleepByChanceIsNoObjection) {
+  // Sixteen threads, a short run: one thread's few timed allocations happened not to sleep,
+  // which its frees' rate does not make unlikely.
+  SleepPairsMeasure p = one_lock_pairs();
+  p.min_thread_slept_allocating = 0;
+  EXPECT_EQ(judge_sleep_pairs(p).kind, ContentionKind::GlobalLock);
 }
 
 TEST(ContentionVerdict, FewSleepPairsApartSayNothing) {

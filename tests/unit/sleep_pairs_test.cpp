@@ -139,6 +139,36 @@ TEST(SleepPairs, EveryThreadsAllocationsMustSleep) {
   EXPECT_EQ(m.min_thread_slept_allocating, 1u);
 }
 
+TEST(SleepPairs, AThreadWhoseFreesSleepAndAllocationsNeverDoIsClearlyAwake) {
+  // Thread 2 frees 20 times, 10 of them asleep, and allocates 10 times, never asleep: 10 * 0.5 = 5
+  // sleeps expected under one lock for both.  Thread 1 allocates only.
+  SleepPairTally tally(two_threads());
+  std::vector<SweepItem> items;
+  std::vector<uint8_t> slept;
+  for (uint64_t k = 0; k < 30; ++k) {
+    const bool frees = k < 20;
+    items.push_back(call(2, 1000 + k * 100, 50, 24, frees ? Op::Free : Op::Malloc));
+    slept.push_back(frees && k % 2 == 0);
+    items.push_back(call(1, 1050 + k * 100, 20, 800));
+    slept.push_back(0);
+  }
+  tally.add_window(items, slept, 0);
+  SleepPairsMeasure m = tally.measure();
+  EXPECT_EQ(m.slept_allocating, 0u);
+  EXPECT_EQ(m.awake_threads, 1u);
+  // Half as many allocations: 2.5 sleeps expected, no evidence either way.
+  SleepPairTally fewer(two_threads());
+  std::vector<SweepItem> some;
+  std::vector<uint8_t> some_slept;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (items[k].thread == 2 && items[k].event.op == static_cast<uint8_t>(Op::Malloc) && k % 4 == 0) continue;
+    some.push_back(items[k]);
+    some_slept.push_back(slept[k]);
+  }
+  fewer.add_window(some, some_slept, 0);
+  EXPECT_EQ(fewer.measure().awake_threads, 0u);
+}
+
 TEST(SleepPairs, ASleepingFreeCountsAsAPairButNotAsAnAllocationAsleep) {
   SleepPairTally tally(two_threads());
   add_window(tally, 0, 24, 800, 0, Op::Free);
