@@ -15,7 +15,9 @@ constexpr double kCorroborateAbove = 0.52;   // … S (or S over allocating or r
 constexpr double kExcludedAbove = 0.55;      // S's lower bound (2σ) above this: met calls are slower
 constexpr double kParallelBelow = 0.52;      // S's upper bound (3σ) below this: they do not, …
 constexpr double kParallelAwakeBelow = 0.54; // … or its upper bound (2σ) below this, where no slow call slept:
-constexpr double kAwakeSleptShare = 0.01;    // at most this share of the slow calls whose switches are known
+constexpr double kAwakeSleptShare = 0.01;    // at most this share of the slow calls whose switches are known, …
+constexpr uint64_t kMinAwakeSlow = 100;      // … of at least this many: a lock whose waiters sleep in 5 % of
+                                             // the slow calls (kSleptShare) shows none in 100 by a 0.6 % chance
 constexpr double kByAllocatingBelow = 0.55;  // … and the same over allocating or running neighbours, if measured, below this
 constexpr double kDisturbedBelow = 0.45;     // S's upper bound (2σ) below this: the reference is disturbed
 constexpr double kClassExcluded = 0.6;       // a class is clearly excluded: S_c - 3σ above this
@@ -231,7 +233,7 @@ Decision by_parallel_calls(const ContentionInputs& in) {
   if (!s.value || !q.value) return Decision{ContentionKind::Unsure, ContentionReason::TooFewMet, 0};
   if (s.high() < kDisturbedBelow) return Decision{ContentionKind::Unsure, ContentionReason::Disturbed, 0};
   const double se = std::max(1e-9, s.se);
-  const bool awake = in.switches_recorded && in.rusage_blocked == 0 &&
+  const bool awake = in.switches_recorded && in.rusage_blocked == 0 && in.slow_switched >= kMinAwakeSlow &&
                      static_cast<double>(in.slow_slept) <= kAwakeSleptShare * static_cast<double>(in.slow_switched);
   const double parallel_below = awake ? kParallelAwakeBelow : kParallelBelow;
   const bool no_slower = awake ? s.high() < kParallelAwakeBelow : *s.value + 3 * se < kParallelBelow;

@@ -207,6 +207,22 @@ DiffPart largest_part(const DiffReport& d) {
   });
 }
 
+bool largest_part_clear(const DiffReport& d) {
+  const double sign = d.measured_delta_ns > 0 ? 1.0 : -1.0;
+  const double parts[] = {d.split_delta.wait_ns, d.split_delta.slow_ns, d.split_delta.fast_ns, d.faults_delta_ns};
+  const double top = sign * largest_part(d).ns;
+  double second = -INFINITY;
+  bool skipped = false;
+  for (double p : parts) {
+    if (!skipped && sign * p == top) {
+      skipped = true;
+      continue;
+    }
+    second = std::max(second, sign * p);
+  }
+  return top - second > std::hypot(d.calls_error_ns, d.faults_error_ns);
+}
+
 bool same_thread_time(const DiffReport& d) {
   const double base_time = (d.work.per_call ? d.work.ratio : 1.0) * d.base.thread_time_ns;
   return base_time > 0 && std::fabs(d.measured_delta_ns) < 0.02 * base_time;

@@ -136,6 +136,9 @@ struct DiffPart {
   double ns;
 };
 DiffPart largest_part(const DiffReport& diff);
+// The largest part beats the next by more than the attributed time's bound (calls and faults):
+// otherwise which part is largest is not told (docs/analysis.md, "diff").
+bool largest_part_clear(const DiffReport& diff);
 // The runs take the same thread time within 2 % (per call, when they did different work).
 bool same_thread_time(const DiffReport& diff);
 

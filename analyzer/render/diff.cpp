@@ -1,9 +1,9 @@
 // diff.cpp — see diff.h.
 #include "render/diff.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
+
+#include <fmt/format.h>
 
 #include "render/report.h"
 #include "render/shapes.h"
@@ -43,7 +43,7 @@ const char* diff_verdict_name(const DiffReport& d) {
   switch (d.verdict) {
     case DiffVerdict::NoGap: return "none";
     case DiffVerdict::Unsure: return "unsure";
-    case DiffVerdict::Part: return diff_part_name(largest_part(d).kind);
+    case DiffVerdict::Part: return largest_part_clear(d) ? diff_part_name(largest_part(d).kind) : "unsure";
   }
   return "none";
 }
@@ -137,7 +137,14 @@ std::string diff_verdict_text(const DiffReport& d) {
   const double c = *d.coverage;
   text += fmt::format("; the allocator accounts for {} of it ({}", format_percent(c), format_signed_duration_ns(d.attributed_delta_ns));
   const DiffPart top = largest_part(d);
-  text += fmt::format(", mostly {} {})", part_words(top.kind), format_signed_duration_ns(top.ns));
+  if (largest_part_clear(d)) {
+    text += fmt::format(", mostly {} {})", part_words(top.kind), format_signed_duration_ns(top.ns));
+  } else {
+    text += fmt::format(", the largest part {} {}, but not by more than the bound of ± {}: which part leads "
+                        "cannot be told from these runs)",
+                        part_words(top.kind), format_signed_duration_ns(top.ns),
+                        format_duration_ns(std::hypot(d.calls_error_ns, d.faults_error_ns)));
+  }
   const DiffRow* row = nullptr;
   for (const auto& r : d.rows)
     if (!row || (slower ? r.delta_ns > row->delta_ns : r.delta_ns < row->delta_ns)) row = &r;

@@ -330,10 +330,16 @@ class MuslAgainstGlibc(RecordedCase):
                 f"{d['wait_delta_ns'] / 1e6:.0f} ms; {d['verdict']}")
 
     def test_waiting_is_the_largest_component(self):
+        # One run's claim: the diff names waiting as the largest part, or says it cannot tell
+        # which part leads (the two largest within the attributed time's bound).
         d = self.diff
+        dominant = d["verdict"]["dominant"]
+        self.assertIn(dominant, ("waiting", "unsure"), self.describe())
+        if dominant == "unsure":
+            self.assertRegex(d["verdict"]["text"], r"cannot be told|part is unsure", self.describe())
+            return
         self.assertGreater(d["wait_delta_ns"], d["fast_delta_ns"], self.describe())
         self.assertGreater(d["wait_delta_ns"], d["slow_delta_ns"], self.describe())
-        self.assertGreater(d["wait_delta_ns"], 0.5 * d["attributed_delta_ns"], self.describe())
 
     def test_the_allocator_explains_the_gap(self):
         # Thread time against thread time: eight threads waiting at once count eight times on both

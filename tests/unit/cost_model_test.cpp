@@ -418,6 +418,28 @@ TEST(CostModel, DiffGivesNoCoverageWhenTheRunsTakeTheSameThreadTime) {
 
 // ---- the JSON document ----
 
+TEST(CostModel, TheLargestPartIsNamedOnlyWhenItLeadsByMoreThanTheBound) {
+  DiffReport d;
+  d.measured_delta_ns = 11e9;
+  d.split_delta.fast_ns = 4.86e9;
+  d.split_delta.wait_ns = 4.77e9;
+  d.split_delta.slow_ns = -0.01e9;
+  d.calls_error_ns = 0.5e9;
+  EXPECT_EQ(largest_part(d).kind, DiffPartKind::Fast);
+  EXPECT_FALSE(largest_part_clear(d));  // 0.09 s ahead, bound 0.5 s
+  d.split_delta.wait_ns = 2e9;
+  EXPECT_TRUE(largest_part_clear(d));
+  // A faster OTHER: the most negative part leads.
+  d.measured_delta_ns = -3e9;
+  d.split_delta = {};
+  d.split_delta.wait_ns = -2.5e9;
+  d.split_delta.fast_ns = -0.2e9;
+  EXPECT_EQ(largest_part(d).kind, DiffPartKind::Waiting);
+  EXPECT_TRUE(largest_part_clear(d));
+  d.faults_error_ns = 2.5e9;
+  EXPECT_FALSE(largest_part_clear(d));
+}
+
 TEST(CostModel, ReportJsonHasTheDocumentedKeys) {
   auto threads = two_threads_with_baselines();
   Synthetic s;
