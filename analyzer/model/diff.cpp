@@ -2,6 +2,7 @@
 #include "model/diff.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -196,31 +197,26 @@ using RowKey = std::tuple<bool, uint64_t, uint64_t>;  // (!size_known, lo, hi): 
 
 }  // namespace
 
-DiffPart largest_part(const DiffReport& d) {
-  const bool slower = d.measured_delta_ns > 0;
-  const DiffPart parts[] = {{DiffPartKind::Waiting, d.split_delta.wait_ns},
-                            {DiffPartKind::Slow, d.split_delta.slow_ns},
-                            {DiffPartKind::Fast, d.split_delta.fast_ns},
-                            {DiffPartKind::Faults, d.faults_delta_ns}};
-  return *std::max_element(std::begin(parts), std::end(parts), [&](auto& a, auto& b) {
-    return (slower ? a.ns : -a.ns) < (slower ? b.ns : -b.ns);
-  });
+namespace {
+
+// The allocator's parts of the change, largest first in the direction of the gap.
+std::array<DiffPart, 4> parts_by_size(const DiffReport& d) {
+  std::array<DiffPart, 4> parts = {DiffPart{DiffPartKind::Waiting, d.split_delta.wait_ns},
+                                   DiffPart{DiffPartKind::Slow, d.split_delta.slow_ns},
+                                   DiffPart{DiffPartKind::Fast, d.split_delta.fast_ns},
+                                   DiffPart{DiffPartKind::Faults, d.faults_delta_ns}};
+  const double sign = d.measured_delta_ns > 0 ? 1.0 : -1.0;
+  std::stable_sort(parts.begin(), parts.end(), [&](const DiffPart& a, const DiffPart& b) { return sign * a.ns > sign * b.ns; });
+  return parts;
 }
 
+}  // namespace
+
+DiffPart largest_part(const DiffReport& d) { return parts_by_size(d)[0]; }
+
 bool largest_part_clear(const DiffReport& d) {
-  const double sign = d.measured_delta_ns > 0 ? 1.0 : -1.0;
-  const double parts[] = {d.split_delta.wait_ns, d.split_delta.slow_ns, d.split_delta.fast_ns, d.faults_delta_ns};
-  const double top = sign * largest_part(d).ns;
-  double second = -INFINITY;
-  bool skipped = false;
-  for (double p : parts) {
-    if (!skipped && sign * p == top) {
-      skipped = true;
-      continue;
-    }
-    second = std::max(second, sign * p);
-  }
-  return top - second > std::hypot(d.calls_error_ns, d.faults_error_ns);
+  const std::array<DiffPart, 4> parts = parts_by_size(d);
+  return std::fabs(parts[0].ns - parts[1].ns) > d.attributed_error_ns;
 }
 
 bool same_thread_time(const DiffReport& d) {
@@ -354,7 +350,8 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   d.faults_error_ns = std::hypot(k * d.base.outside_fault_error_ns, d.other.outside_fault_error_ns);
   d.attributed_delta_ns = d.calls_delta_ns + d.faults_delta_ns;
   d.measured_delta_ns = d.other.thread_time_ns - k * d.base.thread_time_ns;
-  d.attributed_unsure = is_unsure(d.attributed_delta_ns, std::hypot(d.calls_error_ns, d.faults_error_ns));
+  d.attributed_error_ns = std::hypot(d.calls_error_ns, d.faults_error_ns);
+  d.attributed_unsure = is_unsure(d.attributed_delta_ns, d.attributed_error_ns);
   d.unattributed_ns = d.measured_delta_ns - d.attributed_delta_ns;
   d.unattributed_off_cpu_ns = d.other.outside_off_cpu_ns - k * d.base.outside_off_cpu_ns;
   d.unattributed_on_cpu_ns = d.unattributed_ns - d.unattributed_off_cpu_ns;

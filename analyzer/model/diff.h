@@ -112,6 +112,7 @@ struct DiffReport {
   TimeSplit split_delta;
   double measured_delta_ns = 0;          // thread time, OTHER - BASE
   double attributed_delta_ns = 0;        // calls + faults
+  double attributed_error_ns = 0;        // ± its bound: the calls' and the faults' bounds combined
   bool attributed_unsure = false;        // the calls' bound exceeds half their difference
   std::optional<double> coverage;        // attributed / measured (thread time)
   // With both sides recorded with --locks, the rest of the gap: the program's own locks (their

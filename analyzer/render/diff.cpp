@@ -1,9 +1,9 @@
 // diff.cpp — see diff.h.
 #include "render/diff.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "render/report.h"
 #include "render/shapes.h"
@@ -143,7 +143,7 @@ std::string diff_verdict_text(const DiffReport& d) {
     text += fmt::format(", the largest part {} {}, but not by more than the bound of ± {}: which part leads "
                         "cannot be told from these runs)",
                         part_words(top.kind), format_signed_duration_ns(top.ns),
-                        format_duration_ns(std::hypot(d.calls_error_ns, d.faults_error_ns)));
+                        format_duration_ns(d.attributed_error_ns));
   }
   const DiffRow* row = nullptr;
   for (const auto& r : d.rows)

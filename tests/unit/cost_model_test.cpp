@@ -424,7 +424,7 @@ TEST(CostModel, TheLargestPartIsNamedOnlyWhenItLeadsByMoreThanTheBound) {
   d.split_delta.fast_ns = 4.86e9;
   d.split_delta.wait_ns = 4.77e9;
   d.split_delta.slow_ns = -0.01e9;
-  d.calls_error_ns = 0.5e9;
+  d.attributed_error_ns = 0.5e9;  // the calls' and faults' bounds combined (diff_reports)
   EXPECT_EQ(largest_part(d).kind, DiffPartKind::Fast);
   EXPECT_FALSE(largest_part_clear(d));  // 0.09 s ahead, bound 0.5 s
   d.split_delta.wait_ns = 2e9;
@@ -436,7 +436,7 @@ TEST(CostModel, TheLargestPartIsNamedOnlyWhenItLeadsByMoreThanTheBound) {
   d.split_delta.fast_ns = -0.2e9;
   EXPECT_EQ(largest_part(d).kind, DiffPartKind::Waiting);
   EXPECT_TRUE(largest_part_clear(d));
-  d.faults_error_ns = 2.5e9;
+  d.attributed_error_ns = std::hypot(0.5e9, 2.5e9);  // faults with a wide bound of their own
   EXPECT_FALSE(largest_part_clear(d));
 }
 
