@@ -30,6 +30,13 @@ SweepItem call(uint32_t thread, uint64_t start, uint32_t duration, uint32_t size
 // Threads 1 and 2 busy over the whole run; thread 0 a main thread that made few calls.
 std::vector<ThreadSpan> two_threads() { return {{0, 1000000, false}, {0, 1000000, true}, {0, 1000000, true}}; }
 
+// The same, and a third busy thread (serial 3) over the whole run.
+std::vector<ThreadSpan> three_threads() {
+  std::vector<ThreadSpan> spans = two_threads();
+  spans.push_back({0, 1000000, true});
+  return spans;
+}
+
 // One window: thread 1 inside calls of `partner_size` back to back from tick 100, thread 2 first
 // seen at 150, then one call `sleeper_op` of `sleeper_size` at 1000 that slept (items in start
 // order); `size_taken` false: a release whose size was not taken (kBucketUnknown).
@@ -71,9 +78,7 @@ TEST(SleepPairs, ABusyThreadNotYetSeenInTheWindowIsTakenAsOutside) {
   // Thread 3 is busy over the run but made no call in this window: it may be inside a call that
   // began before the window (asleep, or holding the lock unseen); it is taken as outside, and the
   // sleep pairs with the one thread seen inside.  Thread 3 joins no pair.
-  std::vector<ThreadSpan> spans = two_threads();
-  spans.push_back({0, 1000000, true});
-  SleepPairTally tally(spans);
+  SleepPairTally tally(three_threads());
   add_window(tally, 0, 24, 800);
   const SleepPairsMeasure m = tally.measure();
   EXPECT_EQ(m.slept, 1u);
@@ -84,9 +89,7 @@ TEST(SleepPairs, ABusyThreadNotYetSeenInTheWindowIsTakenAsOutside) {
 
 TEST(SleepPairs, AThreadSeenOnlyAfterTheSleepStartedIsTakenAsOutside) {
   // Thread 3's first call in the window starts after the sleeper's: at that moment it is unseen.
-  std::vector<ThreadSpan> spans = two_threads();
-  spans.push_back({0, 1000000, true});
-  SleepPairTally tally(spans);
+  SleepPairTally tally(three_threads());
   std::vector<SweepItem> items = {call(1, 100, 50, 800), call(2, 150, 20, 24), call(1, 900, 400, 800),
                                   call(2, 1000, 5000, 24), call(3, 1100, 3000, 64)};
   const std::vector<uint8_t> slept = {0, 0, 0, 1, 0};
@@ -106,9 +109,7 @@ TEST(SleepPairs, AThreadOutsideItsSpanIsNotRequired) {
 }
 
 TEST(SleepPairs, TwoOthersInsideAreNoPair) {
-  std::vector<ThreadSpan> spans = two_threads();
-  spans.push_back({0, 1000000, true});
-  SleepPairTally tally(spans);
+  SleepPairTally tally(three_threads());
   std::vector<SweepItem> items = {call(1, 100, 50, 800), call(3, 120, 2000, 64), call(2, 150, 20, 24),
                                   call(1, 900, 400, 800), call(2, 1000, 5000, 24)};
   const std::vector<uint8_t> slept = {0, 0, 0, 0, 1};
