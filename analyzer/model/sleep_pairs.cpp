@@ -56,7 +56,7 @@ void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<cons
     if (allocates(e.op)) {
       ++tc.allocating;
       tc.allocating_slept += asleep;
-    } else {
+    } else if (releases(e.op)) {
       ++tc.releasing;
       tc.releasing_slept += asleep;
     }

@@ -86,7 +86,7 @@ class SleepPairTally {
   std::vector<ThreadSpan> spans_;
   struct ThreadCalls {
     uint64_t allocating = 0, allocating_slept = 0;  // timed calls that request bytes, and of them asleep
-    uint64_t releasing = 0, releasing_slept = 0;    // the others (free, delete, ...)
+    uint64_t releasing = 0, releasing_slept = 0;    // timed calls that release (ops.h releases()), and of them asleep
   };
   std::vector<ThreadCalls> calls_of_thread_;          // by serial
   std::vector<uint32_t> thread_parent_;              // by serial: union-find of threads joined by pairs
