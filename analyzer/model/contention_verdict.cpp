@@ -10,7 +10,8 @@ namespace {
 
 // Thresholds of docs/analysis.md, "Contention verdict".
 constexpr double kTurnsBelow = 0.9;          // Q's upper bound (2σ) below this: calls take turns, …
-constexpr double kDeepTurnsBelow = 0.5;      // … conclusively below this; between, met calls must wait too:
+constexpr double kDeepTurnsBelow = 0.5;      // … conclusively below this; between, Q itself below this, …
+constexpr double kShallowTurnsBelow = 0.7;   // … and met calls must wait too:
 constexpr double kCorroborateAbove = 0.52;   // … S (or S over allocating or running neighbours) above this
 constexpr double kExcludedAbove = 0.55;      // S's lower bound (2σ) above this: met calls are slower
 constexpr double kParallelBelow = 0.52;      // S's upper bound (3σ) below this: they do not, …
@@ -181,11 +182,15 @@ Rule by_sleep_pairs(const ContentionInputs& in) {
 
 // Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
 // exclusion does that; whether it spans size classes tells one lock from a lock per class.  A
-// shallow hole needs met calls that wait as well: measured, a lock-free allocator with locks of
-// its own (tcmalloc at 8 threads beside a CPU hog) once read 0.78 (bounds 0.76-0.81).
+// shallow hole needs Q itself below kShallowTurnsBelow and met calls that wait as well:
+// measured, tcmalloc (a lock-free allocator with locks of its own) read 0.78 (bounds 0.76-0.81)
+// at 8 threads beside a CPU hog and 0.85 with met calls slower (0.61) under the mixed workload
+// at 2 threads, while the global locks' shallow holes read 0.46-0.59 (docs/analysis.md).
 Rule by_turns(const ContentionInputs& in) {
   const CoincidenceMeasure& q = in.ends;
-  if (!q.value || q.high() >= kTurnsBelow || (q.high() >= kDeepTurnsBelow && !any_slower_than(in.allocating, kCorroborateAbove)))
+  const bool shallow = q.value && q.high() >= kDeepTurnsBelow;
+  if (!q.value || q.high() >= kTurnsBelow ||
+      (shallow && (*q.value >= kShallowTurnsBelow || !any_slower_than(in.allocating, kCorroborateAbove))))
     return std::nullopt;
   const double confidence = normal_cdf((kTurnsBelow - *q.value) / std::max(1e-9, q.se));
   const CoincidenceMeasure& x = in.ends_across;
