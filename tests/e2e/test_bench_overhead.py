@@ -58,14 +58,34 @@ class OverheadRealPrograms(unittest.TestCase):
                         proc.stdout)
 
     def test_php_not_set_up_is_skipped(self):
-        proc = self.overhead("--setups", "php-zendmm-off,php-zendmm-on,cxx-threadpool",
+        proc = self.overhead("--setups", "php-zendmm-off,php-zendmm-on,php-threaded,cxx-threadpool",
                              "--modes", "count", "--markdown")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("skipping php-zendmm-off: no ", proc.stderr)
         self.assertIn("run bench/workloads/php-composer/setup", proc.stderr)
         self.assertIn("skipping php-zendmm-on", proc.stderr)
+        self.assertIn("skipping php-threaded: no ", proc.stderr)
+        self.assertIn("run bench/workloads/php-threaded/setup", proc.stderr)
         self.assertIn("| C++ thread pool, 4 threads | - | count-only |", proc.stdout)
         self.assertNotIn("PHP", proc.stdout)
+
+    def test_threaded_php_host_with_lock_waits(self):
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        host = os.path.join(cache, "allocscope", "workloads", "php-threaded", "host-gcc")
+        if not os.access(host, os.X_OK):
+            self.skipTest("the threaded PHP host is not built (bench/workloads/php-threaded/setup)")
+        out = os.path.join(self.dir, "o.json")
+        env = dict(self.env, XDG_CACHE_HOME=cache)
+        proc = subprocess.run(["python3", OVERHEAD, BUILD, "--quick", "--rounds", "1", "--warmup", "0",
+                               "--setups", "php-threaded", "--modes", "default,locks", "--json", out, "-v"],
+                              capture_output=True, text=True, env=env, timeout=600)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(out) as f:
+            rows = json.load(f)["rows"]
+        self.assertEqual([r["mode"] for r in rows], ["none", "default", "locks"])
+        self.assertEqual([r["target"] for r in rows], [None, None, 1.10])
+        self.assertRegex(proc.stderr, r"php-threaded t=- locks +wall=\S+ cpu=\S+ rc=0 profiles=1")
+        self.assertIn("threaded PHP host, 8 workers", proc.stdout)
 
     def fake_build(self, name, script):
         build = os.path.join(self.dir, "build")
