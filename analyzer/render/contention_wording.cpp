@@ -233,6 +233,12 @@ std::string contention_advice(const ContentionVerdict& v) {
     case ContentionReason::Sleeping:
       return "time every call (--sample 1), so that no call goes unseen";
     case ContentionReason::SlowerWithoutTurns:
+      // A run that already had more threads than CPUs gains nothing from more: more of its calls
+      // timed (sleeps paired with the call that kept them waiting) is what can still tell.
+      if (v.oversubscribed)
+        return "time more of the run (--sample 8, or record longer), so that the calls that sleep inside the "
+               "allocator are seen with the call they waited for, or compare it with a run under another "
+               "allocator (allocscope compare)";
       return "record the program with more threads than CPUs, where a lock's waiters queue and its calls take "
              "turns, or compare it with a run under another allocator (allocscope compare)";
     case ContentionReason::SleepWhenMet:

@@ -157,7 +157,15 @@ TEST(ContentionVerdict, SlowerMetCallsWithoutTurnsAreUnsure) {
   const ContentionVerdict v = judge_contention(inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)}));
   EXPECT_EQ(v.kind, ContentionKind::Unsure);
   EXPECT_EQ(v.reason, ContentionReason::SlowerWithoutTurns);
-  EXPECT_FALSE(contention_advice(v).empty());
+  // 5 threads on 2 CPUs: more threads would add nothing; more timed calls can.
+  EXPECT_TRUE(v.oversubscribed);
+  EXPECT_EQ(contention_advice(v).find("more threads than CPUs"), std::string::npos);
+  EXPECT_NE(contention_advice(v).find("--sample 8"), std::string::npos);
+  ContentionInputs fewer = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  fewer.max_live_threads = 2;
+  const ContentionVerdict w = judge_contention(fewer);
+  EXPECT_EQ(w.reason, ContentionReason::SlowerWithoutTurns);
+  EXPECT_NE(contention_advice(w).find("more threads than CPUs"), std::string::npos);
 }
 
 // `c` with its met calls all beside calls of other size classes (met_apart = met), or none.
