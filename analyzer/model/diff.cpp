@@ -355,6 +355,19 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   d.unattributed_ns = d.measured_delta_ns - d.attributed_delta_ns;
   d.unattributed_off_cpu_ns = d.other.outside_off_cpu_ns - k * d.base.outside_off_cpu_ns;
   d.unattributed_on_cpu_ns = d.unattributed_ns - d.unattributed_off_cpu_ns;
+  d.cpu_delta_ns = d.other.cpu_ns - k * d.base.cpu_ns;
+  d.system_delta_ns = d.other.system_ns - k * d.base.system_ns;
+  for (const RunSide* s : {&d.base, &d.other}) {
+    const ContentionInputs& in = s->contention.inputs;
+    // The threads that make the calls (1 % of them or more), not a main thread that only waits
+    // for its workers.
+    if (in.cpus == 0 || in.busy_threads <= in.cpus) continue;
+    if (!d.threads_queue || in.busy_threads * d.cpus > d.busy_threads * in.cpus) {
+      d.cpus = in.cpus;
+      d.busy_threads = in.busy_threads;
+    }
+    d.threads_queue = true;
+  }
   // Coverage is a share of a gap: none when the runs take the same thread time within 2 % (a
   // share of noise would read as thousands of per cent).
   const bool comparable = d.work.calls_base > 0 && d.work.calls_other > 0;

@@ -109,6 +109,12 @@ struct DiffReport {
   double unattributed_ns = 0;            // measured - attributed: outside allocator calls, not attributed
   double unattributed_on_cpu_ns = 0;     // … of it, on the CPU (the program's code: cache, TLB, kernel work)
   double unattributed_off_cpu_ns = 0;    // … off the CPU outside calls (preempted by other work, or blocked)
+  double cpu_delta_ns = 0;               // CPU time (user + system) of the same threads, OTHER - BASE
+  double system_delta_ns = 0;            // … of it, system time
+  // Either run had more calling threads than CPUs: its own threads queue for the CPUs, so a thread
+  // is preempted while others run, and a second of CPU time more keeps the others waiting too.
+  bool threads_queue = false;
+  uint32_t cpus = 0, busy_threads = 0;   // of the run with more calling threads per CPU
   TimeSplit split_delta;
   double measured_delta_ns = 0;          // thread time, OTHER - BASE
   double attributed_delta_ns = 0;        // calls + faults

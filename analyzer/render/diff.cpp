@@ -119,9 +119,20 @@ std::string diff_verdict_text(const DiffReport& d) {
                           "that the timing windows did not see, or outside the allocator; time every call "
                           "(--sample 1) to tell them apart",
                           group_digits(d.base.voluntary_switches), group_digits(d.other.voluntary_switches));
+    } else if (d.threads_queue) {
+      // The program's own threads outnumber the CPUs: preemption is the queue for them, not
+      // another program; what lengthens it is CPU time, whoever's.
+      text += fmt::format("preempted (their involuntary context switches went from {} to {}): the program ran up to "
+                          "{} calling threads on {} CPUs, so its threads queue for the CPUs and a second of CPU time more "
+                          "keeps the waiting threads off the CPU too. The threads' CPU time changed by {} ({} of it "
+                          "system time): compare that and the wall time rather than thread time",
+                          group_digits(d.base.involuntary_switches), group_digits(d.other.involuntary_switches),
+                          d.busy_threads, d.cpus, format_signed_duration_ns(d.cpu_delta_ns),
+                          format_signed_duration_ns(d.system_delta_ns));
     } else {
-      text += fmt::format("preempted (their involuntary context switches went from {} to {}): the machine was busy, and "
-                          "the gap says little about the allocator; rerun when it is quieter",
+      text += fmt::format("preempted (their involuntary context switches went from {} to {}) while the program had "
+                          "no more threads than CPUs: the machine was busy, and the gap says little about the "
+                          "allocator; rerun when it is quieter",
                           group_digits(d.base.involuntary_switches), group_digits(d.other.involuntary_switches));
     }
     return text + fmt::format(". Inside allocator calls: {} ± {}.", format_signed_duration_ns(d.calls_delta_ns),
@@ -159,9 +170,15 @@ std::string diff_verdict_text(const DiffReport& d) {
                         "so part of it may still be the allocator's doing.", format_percent(std::max(0.0, 1 - c)));
     if (d.unattributed_ns != 0 && std::fabs(d.unattributed_off_cpu_ns) > 0.5 * std::fabs(d.unattributed_ns) &&
         (d.unattributed_off_cpu_ns > 0) == (d.unattributed_ns > 0)) {
-      text += fmt::format(" Most of it ({}) is time the threads spent off the CPU outside calls, preempted by other "
-                          "work or blocked: on a busy machine, rerun when it is quieter.",
-                          format_signed_duration_ns(d.unattributed_off_cpu_ns));
+      if (d.threads_queue)
+        text += fmt::format(" Most of it ({}) is time the threads spent off the CPU outside calls, blocked or queued "
+                            "for the CPUs ({} threads on {} CPUs): the threads' CPU time changed by {}.",
+                            format_signed_duration_ns(d.unattributed_off_cpu_ns), d.busy_threads, d.cpus,
+                            format_signed_duration_ns(d.cpu_delta_ns));
+      else
+        text += fmt::format(" Most of it ({}) is time the threads spent off the CPU outside calls, preempted by other "
+                            "work or blocked: on a busy machine, rerun when it is quieter.",
+                            format_signed_duration_ns(d.unattributed_off_cpu_ns));
     }
   } else if (c > 1.2) {
     text += " The allocator's change exceeds the measured gap: something else got faster.";
@@ -366,6 +383,9 @@ std::string diff_json(const DiffReport& d) {
   w.field("unattributed_ns", json_signed_ns(d.unattributed_ns));
   w.field("unattributed_on_cpu_ns", json_signed_ns(d.unattributed_on_cpu_ns));
   w.field("unattributed_off_cpu_ns", json_signed_ns(d.unattributed_off_cpu_ns));
+  w.field("cpu_delta_ns", json_signed_ns(d.cpu_delta_ns));
+  w.field("system_delta_ns", json_signed_ns(d.system_delta_ns));
+  w.field("threads_queue", d.threads_queue);
   w.key("locks");
   if (d.locks) {
     w.begin_object();

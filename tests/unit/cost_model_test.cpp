@@ -416,6 +416,40 @@ TEST(CostModel, DiffGivesNoCoverageWhenTheRunsTakeTheSameThreadTime) {
   EXPECT_NEAR(*gap.coverage, 0, 1e-9);  // the same calls: the allocator accounts for none of it
 }
 
+TEST(CostModel, DiffSaysThreadsQueueForTheCpusWhenTheProgramHasMoreThreadsThanCpus) {
+  // Preemption outside calls rose most: with more calling threads than CPUs it is the program's
+  // own queue for the CPUs (its CPU time is the figure to compare), not a busy machine.
+  Synthetic s;
+  SyntheticThread t;
+  alone_calls(t, kMalloc, 64, 10'000, 100, 100);
+  CostReport a = analyze_profile(s.write({t}, s.dir_.file("a.asp")), CostOptions{});
+  CostReport b = a;
+  for (CostReport* r : {&a, &b}) {
+    r->contention.verdict.inputs.cpus = 2;
+    r->contention.verdict.inputs.busy_threads = 2;
+  }
+  EXPECT_FALSE(diff_reports(a, b).threads_queue);  // two threads on two CPUs
+  b.contention.verdict.inputs.busy_threads = 9;
+  const DiffReport q = diff_reports(a, b);
+  EXPECT_TRUE(q.threads_queue);
+  EXPECT_EQ(q.busy_threads, 9u);
+  EXPECT_EQ(q.cpus, 2u);
+
+  DiffReport d = q;
+  d.measured_delta_ns = 26e9;
+  d.unattributed_off_cpu_ns = 20e9;
+  d.cpu_delta_ns = 6e9;
+  d.system_delta_ns = 2.5e9;
+  d.base.involuntary_switches = 837;
+  d.other.involuntary_switches = 2'416;
+  const std::string text = diff_verdict_text(d);
+  EXPECT_NE(text.find("9 calling threads on 2 CPUs"), std::string::npos) << text;
+  EXPECT_NE(text.find("CPU time changed by +6 s (+2.5 s of it system time)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("the machine was busy"), std::string::npos) << text;
+  d.threads_queue = false;
+  EXPECT_NE(diff_verdict_text(d).find("the machine was busy"), std::string::npos) << diff_verdict_text(d);
+}
+
 // ---- the JSON document ----
 
 TEST(CostModel, TheLargestPartIsNamedOnlyWhenItLeadsByMoreThanTheBound) {
