@@ -164,6 +164,31 @@ class FixedDuration(E2ETestCase):
         self.assertEqual(d["work"]["reason"], "")
 
 
+class ThreadsQueue(E2ETestCase):
+    def test_more_threads_than_cpus_is_the_programs_own_queue(self):
+        # 8 threads, the second run with arithmetic between its calls: per call, most of its extra
+        # thread time is spent queued for the CPUs outside calls when 8 threads share fewer CPUs.
+        # That is the program's own queue, never "the machine was busy", and the CPU time's change
+        # is the figure given.
+        a = self.record([target("fixed_duration-glibc"), "8", "300"], out="a.asp")
+        b = self.record([target("fixed_duration-glibc"), "8", "300", "3000"], out="b.asp")
+        self.assertEqual(a.rc, 0, a.stderr)
+        self.assertEqual(b.rc, 0, b.stderr)
+        d = json_of("diff", "--json", a.profiles[0], b.profiles[0])
+        cpus = len(os.sched_getaffinity(0))
+        self.assertEqual(d["threads_queue"], 8 > cpus, d)
+        k = d["work"]["ratio"] if d["work"]["per_call"] else 1.0
+        self.assertAlmostEqual(d["cpu_delta_ns"], d["other"]["cpu_ns"] - k * d["base"]["cpu_ns"],
+                               delta=1e-6 * d["base"]["cpu_ns"] + 2)
+        off_cpu_leads = abs(d["unattributed_off_cpu_ns"]) > 0.5 * abs(d["measured_delta_ns"])
+        text = d["verdict"]["text"]
+        if d["threads_queue"]:
+            self.assertNotIn("the machine was busy", text)
+            if off_cpu_leads and "preempted" in text:
+                self.assertIn("calling threads on", text)
+                self.assertIn("queue for the CPUs", text)
+
+
 class FaultTerm(E2ETestCase):
     def test_faults_outside_calls_are_charged_with_a_bound_and_the_rest_is_not_attributed(self):
         # glibc's malloc against musl's on the same harness: musl's mallocng returns memory to the
