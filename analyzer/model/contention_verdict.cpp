@@ -185,7 +185,8 @@ Rule by_sleep_pairs(const ContentionInputs& in) {
 // shallow hole needs Q itself below kShallowTurnsBelow and met calls that wait as well:
 // measured, tcmalloc (a lock-free allocator with locks of its own) read 0.78 (bounds 0.76-0.81)
 // at 8 threads beside a CPU hog and 0.85 with met calls slower (0.61) under the mixed workload
-// at 2 threads, while the global locks' shallow holes read 0.46-0.59 (docs/analysis.md).
+// at 2 threads (and 0.79 under cross-thread frees), while the global locks' shallow holes that
+// decide a verdict read 0.37-0.63 (docs/analysis.md, the 2 s matrices).
 Rule by_turns(const ContentionInputs& in) {
   const CoincidenceMeasure& q = in.ends;
   const bool shallow = q.value && q.high() >= kDeepTurnsBelow;
