@@ -276,7 +276,9 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   ContentionVerdict v;
   v.inputs = in;
   v.blocking = in.rusage_blocked > 0 || in.slow_slept > 0;
-  v.oversubscribed = in.cpus > 0 && in.max_live_threads > in.cpus;
+  // The threads that make the calls, not a main thread that only waits for its workers: the one
+  // definition of "more threads than CPUs" (diff.cpp uses it too).
+  v.oversubscribed = in.cpus > 0 && in.busy_threads > in.cpus;
   const Decision d = decide(in);
   v.kind = d.kind;
   v.reason = d.reason;

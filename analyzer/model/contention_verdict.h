@@ -135,7 +135,7 @@ struct ContentionVerdict {
   ContentionReason reason = ContentionReason::Ambiguous;
   double confidence = 0;                  // 0..1: how far the evidence lies from the nearest threshold
   bool blocking = false;                  // sampled calls slept in the kernel (a sleeping lock)
-  bool oversubscribed = false;            // more threads alive than CPUs
+  bool oversubscribed = false;            // more calling threads (busy_threads) than CPUs: they queue for them
   ContentionInputs inputs;
 };
 

@@ -358,10 +358,8 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   d.cpu_delta_ns = d.other.cpu_ns - k * d.base.cpu_ns;
   d.system_delta_ns = d.other.system_ns - k * d.base.system_ns;
   for (const RunSide* s : {&d.base, &d.other}) {
+    if (!s->contention.oversubscribed) continue;  // more calling threads than CPUs (contention_verdict.h)
     const ContentionInputs& in = s->contention.inputs;
-    // The threads that make the calls (1 % of them or more), not a main thread that only waits
-    // for its workers.
-    if (in.cpus == 0 || in.busy_threads <= in.cpus) continue;
     if (!d.threads_queue || in.busy_threads * d.cpus > d.busy_threads * in.cpus) {
       d.cpus = in.cpus;
       d.busy_threads = in.busy_threads;

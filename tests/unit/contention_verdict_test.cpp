@@ -162,8 +162,10 @@ TEST(ContentionVerdict, SlowerMetCallsWithoutTurnsAreUnsure) {
   EXPECT_EQ(contention_advice(v).find("more threads than CPUs"), std::string::npos);
   EXPECT_NE(contention_advice(v).find("--sample 8"), std::string::npos);
   ContentionInputs fewer = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
-  fewer.max_live_threads = 2;
+  fewer.busy_threads = 2;  // and a main thread that only waits: 3 alive on 2 CPUs, 2 calling
+  fewer.max_live_threads = 3;
   const ContentionVerdict w = judge_contention(fewer);
+  EXPECT_FALSE(w.oversubscribed);
   EXPECT_EQ(w.reason, ContentionReason::SlowerWithoutTurns);
   EXPECT_NE(contention_advice(w).find("more threads than CPUs"), std::string::npos);
 }

@@ -424,12 +424,16 @@ TEST(CostModel, DiffSaysThreadsQueueForTheCpusWhenTheProgramHasMoreThreadsThanCp
   alone_calls(t, kMalloc, 64, 10'000, 100, 100);
   CostReport a = analyze_profile(s.write({t}, s.dir_.file("a.asp")), CostOptions{});
   CostReport b = a;
-  for (CostReport* r : {&a, &b}) {
-    r->contention.verdict.inputs.cpus = 2;
-    r->contention.verdict.inputs.busy_threads = 2;
-  }
-  EXPECT_FALSE(diff_reports(a, b).threads_queue);  // two threads on two CPUs
-  b.contention.verdict.inputs.busy_threads = 9;
+  auto judged = [](uint32_t busy_threads, uint32_t live_threads) {
+    ContentionInputs in;
+    in.cpus = 2;
+    in.busy_threads = busy_threads;
+    in.max_live_threads = live_threads;
+    return judge_contention(in);
+  };
+  a.contention.verdict = b.contention.verdict = judged(2, 3);
+  EXPECT_FALSE(diff_reports(a, b).threads_queue);  // two calling threads on two CPUs, main waiting
+  b.contention.verdict = judged(9, 9);
   const DiffReport q = diff_reports(a, b);
   EXPECT_TRUE(q.threads_queue);
   EXPECT_EQ(q.busy_threads, 9u);
