@@ -54,6 +54,7 @@ enum class CoverageGap : uint8_t {
   BaselineNoAttribution,  // the baseline has no attribution
   NoAttribution,          // this row has no attribution
   SameThreadTime,         // the two median runs take the same thread time within 2 %: no gap
+  WithinSpread,           // the median walls differ by no more than either row's runs do among themselves
   Failed,                 // the diff failed: coverage_failure
 };
 
@@ -62,6 +63,7 @@ struct CompareRow {
   std::vector<CompareRun> runs;
   unsigned ok_runs = 0;                    // runs that exited 0
   double wall_ns = 0;                      // median
+  double wall_spread_ns = 0;               // max - min of the counted runs' walls (0 with one run)
   double maxrss_kb = 0;                    // median
   double delta_pct = 0;                    // median wall against the baseline's
   std::optional<size_t> median_run;        // index in runs of the run analyzed
@@ -103,6 +105,10 @@ struct CompareResult {
   std::optional<std::filesystem::path> output_dir;  // kept: the profiles are there
   int exit_status = 0;
 };
+
+// Whether the row's median wall differs from the baseline's by no more than the spread of either
+// row's own runs (two runs or more each): a gap the runs themselves make, whose shares mean nothing.
+bool gap_within_spread(const CompareRow& row, const CompareRow& baseline);
 
 // The statistics of every row (medians, Δ wall) from its runs, then the analysis of the median
 // runs (report and diff); the exit status is the first failed run's.

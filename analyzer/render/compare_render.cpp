@@ -116,6 +116,9 @@ std::string compare_coverage_reason(const CompareRow& row) {
     case CoverageGap::BaselineNoAttribution: return "the baseline has no attribution";
     case CoverageGap::NoAttribution: return "this row has no attribution";
     case CoverageGap::SameThreadTime: return "the two median runs take the same thread time within 2 %: no gap to attribute";
+    case CoverageGap::WithinSpread:
+      return "the median wall times differ by no more than the runs of one row differ among themselves: no gap to "
+             "attribute (more --runs, or a quieter machine)";
     case CoverageGap::Failed: return row.coverage_failure;
   }
   return "";

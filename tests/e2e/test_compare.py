@@ -100,6 +100,21 @@ class Tables(CompareTestCase):
                 self.assertIsNone(r["coverage_reason"])
         self.assertEqual(doc["output_dir"], os.path.abspath(out))
 
+    def test_a_gap_within_the_runs_spread_gets_no_coverage(self):
+        # The same program twice: whenever the medians differ by no more than either row's runs
+        # do among themselves, no share of that gap is printed, and the row says why.
+        proc = self.compare("--allocators", "glibc", "--variant", "same=" + target("harness-glibc"),
+                            "--sample", SAMPLE, "--runs", "3", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        base, same = json.loads(proc.stdout)["rows"]
+        spread = lambda r: max(x["wall_ns"] for x in r["runs"]) - min(x["wall_ns"] for x in r["runs"])
+        if abs(same["wall_ns"] - base["wall_ns"]) <= max(spread(base), spread(same)):
+            self.assertIsNone(same["coverage"], same)
+            self.assertIsNone(same.get("explained"), same)  # (with --locks)
+            self.assertRegex(same["coverage_reason"], "same thread time|differ by no more than the runs")
+        elif same["coverage"] is None:
+            self.assertTrue(same["coverage_reason"], same)
+
     def test_runs_are_interleaved_in_rotated_order(self):
         out = os.path.join(self.dir, "profiles")
         proc = self.three_rows("--runs", "3", "--json", out=out)

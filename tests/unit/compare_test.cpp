@@ -153,5 +153,23 @@ TEST(CompareSummary, MediansOfTheRunsThatExitedZeroAndTheFirstFailureStatus) {
   EXPECT_EQ(notes.find("base: the workload"), std::string::npos) << notes;
 }
 
+TEST(CompareSummary, AGapNoWiderThanTheRunsOwnSpreadIsNoGap) {
+  CompareResult result;
+  result.rows.push_back(row("base", {run(0, 1.0, 1, 0), run(1, 1.3, 1, 0), run(2, 1.1, 1, 0)}));     // spread 0.3 s
+  result.rows.push_back(row("near", {run(0, 1.3, 1, 0), run(1, 1.35, 1, 0), run(2, 1.4, 1, 0)}));   // +0.25 s
+  result.rows.push_back(row("far", {run(0, 2.0, 1, 0), run(1, 2.1, 1, 0), run(2, 2.05, 1, 0)}));    // +0.95 s
+  result.rows.push_back(row("once", {run(0, 1.2, 1, 0), run(1, 9, 1, 4), run(2, 9, 1, 4)}));        // one run counted
+  summarize_rows(result);
+  const CompareRow& base = result.rows[0];
+  EXPECT_NEAR(base.wall_spread_ns, 0.3e9, 1);
+  EXPECT_NEAR(result.rows[1].wall_spread_ns, 0.1e9, 1);
+  EXPECT_TRUE(gap_within_spread(result.rows[1], base));
+  EXPECT_FALSE(gap_within_spread(result.rows[2], base));
+  EXPECT_FALSE(gap_within_spread(result.rows[3], base));  // a single run has no spread to judge by
+  CompareRow spread = result.rows[1];
+  spread.coverage_gap = CoverageGap::WithinSpread;
+  EXPECT_NE(compare_coverage_reason(spread).find("no more than the runs of one row differ"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace allocscope
