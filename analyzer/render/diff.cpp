@@ -87,6 +87,15 @@ std::string lock_sentence(const DiffReport& d) {
   return text + fmt::format("; allocator and locks together explain {}.", d.explained ? format_percent(*d.explained) : "-");
 }
 
+// The program's own threads outnumber the CPUs (diff.h threads_queue): preemption is their queue
+// for the CPUs, not another program, and what lengthens it is CPU time, whoever's.
+std::string cpu_queue_clause(const DiffReport& d) {
+  return fmt::format("{} calling threads on {} CPUs queue for the CPUs, and a second of CPU time more keeps the "
+                     "waiting threads off the CPU too: the threads' CPU time changed by {} ({} of it system time)",
+                     d.busy_threads, d.cpus, format_signed_duration_ns(d.cpu_delta_ns),
+                     format_signed_duration_ns(d.system_delta_ns));
+}
+
 }  // namespace
 
 std::string diff_verdict_text(const DiffReport& d) {
@@ -120,15 +129,10 @@ std::string diff_verdict_text(const DiffReport& d) {
                           "(--sample 1) to tell them apart",
                           group_digits(d.base.voluntary_switches), group_digits(d.other.voluntary_switches));
     } else if (d.threads_queue) {
-      // The program's own threads outnumber the CPUs: preemption is the queue for them, not
-      // another program; what lengthens it is CPU time, whoever's.
-      text += fmt::format("preempted (their involuntary context switches went from {} to {}): the program ran up to "
-                          "{} calling threads on {} CPUs, so its threads queue for the CPUs and a second of CPU time more "
-                          "keeps the waiting threads off the CPU too. The threads' CPU time changed by {} ({} of it "
-                          "system time): compare that and the wall time rather than thread time",
+      text += fmt::format("preempted (their involuntary context switches went from {} to {}): the program's {}; "
+                          "compare that and the wall time rather than thread time",
                           group_digits(d.base.involuntary_switches), group_digits(d.other.involuntary_switches),
-                          d.busy_threads, d.cpus, format_signed_duration_ns(d.cpu_delta_ns),
-                          format_signed_duration_ns(d.system_delta_ns));
+                          cpu_queue_clause(d));
     } else {
       text += fmt::format("preempted (their involuntary context switches went from {} to {}) while the program had "
                           "no more threads than CPUs: the machine was busy, and the gap says little about the "
@@ -172,9 +176,8 @@ std::string diff_verdict_text(const DiffReport& d) {
         (d.unattributed_off_cpu_ns > 0) == (d.unattributed_ns > 0)) {
       if (d.threads_queue)
         text += fmt::format(" Most of it ({}) is time the threads spent off the CPU outside calls, blocked or queued "
-                            "for the CPUs ({} threads on {} CPUs): the threads' CPU time changed by {}.",
-                            format_signed_duration_ns(d.unattributed_off_cpu_ns), d.busy_threads, d.cpus,
-                            format_signed_duration_ns(d.cpu_delta_ns));
+                            "for the CPUs: the program's {}.",
+                            format_signed_duration_ns(d.unattributed_off_cpu_ns), cpu_queue_clause(d));
       else
         text += fmt::format(" Most of it ({}) is time the threads spent off the CPU outside calls, preempted by other "
                             "work or blocked: on a busy machine, rerun when it is quieter.",
