@@ -135,15 +135,23 @@ class ShortRun(E2ETestCase):
         self.assertIn("every call timed", j["error_bounds"]["method"])
 
 
-class FixedDuration(E2ETestCase):
+class DiffCase(E2ETestCase):
+    def recorded_diff(self, base, other, names=("a.asp", "b.asp")):
+        """Records `base` and `other` (argv lists), each of which must exit 0; returns both records
+        and `diff --json` of their profiles."""
+        a = self.record(base, out=names[0])
+        b = self.record(other, out=names[1])
+        self.assertEqual(a.rc, 0, a.stderr)
+        self.assertEqual(b.rc, 0, b.stderr)
+        return a, b, json_of("diff", "--json", a.profiles[0], b.profiles[0])
+
+
+class FixedDuration(DiffCase):
     def test_diff_of_different_work_compares_per_call(self):
         # The same fixed-duration benchmark, once with extra arithmetic between calls: both run
         # for 300 ms, the second makes far fewer calls.  The diff must notice and compare per call.
-        a = self.record([target("fixed_duration-glibc"), "1", "300"], out="fast.asp")
-        b = self.record([target("fixed_duration-glibc"), "1", "300", "200"], out="slow.asp")
-        self.assertEqual(a.rc, 0, a.stderr)
-        self.assertEqual(b.rc, 0, b.stderr)
-        d = json_of("diff", "--json", a.profiles[0], b.profiles[0])
+        a, b, d = self.recorded_diff([target("fixed_duration-glibc"), "1", "300"],
+                                     [target("fixed_duration-glibc"), "1", "300", "200"], ("fast.asp", "slow.asp"))
         w = d["work"]
         self.assertLess(w["calls_other"], 0.97 * w["calls_base"], w)
         self.assertTrue(w["per_call"], w)
@@ -164,17 +172,14 @@ class FixedDuration(E2ETestCase):
         self.assertEqual(d["work"]["reason"], "")
 
 
-class ThreadsQueue(E2ETestCase):
+class ThreadsQueue(DiffCase):
     def test_more_threads_than_cpus_is_the_programs_own_queue(self):
         # 8 threads, the second run with arithmetic between its calls: per call, most of its extra
         # thread time is spent queued for the CPUs outside calls when 8 threads share fewer CPUs.
         # That is the program's own queue, never "the machine was busy", and the CPU time's change
         # is the figure given.
-        a = self.record([target("fixed_duration-glibc"), "8", "300"], out="a.asp")
-        b = self.record([target("fixed_duration-glibc"), "8", "300", "3000"], out="b.asp")
-        self.assertEqual(a.rc, 0, a.stderr)
-        self.assertEqual(b.rc, 0, b.stderr)
-        d = json_of("diff", "--json", a.profiles[0], b.profiles[0])
+        _, _, d = self.recorded_diff([target("fixed_duration-glibc"), "8", "300"],
+                                     [target("fixed_duration-glibc"), "8", "300", "3000"])
         cpus = len(os.sched_getaffinity(0))
         self.assertEqual(d["threads_queue"], 8 > cpus, d)
         k = d["work"]["ratio"] if d["work"]["per_call"] else 1.0
@@ -189,16 +194,13 @@ class ThreadsQueue(E2ETestCase):
                 self.assertIn("queue for the CPUs", text)
 
 
-class FaultTerm(E2ETestCase):
+class FaultTerm(DiffCase):
     def test_faults_outside_calls_are_charged_with_a_bound_and_the_rest_is_not_attributed(self):
         # glibc's malloc against musl's on the same harness: musl's mallocng returns memory to the
         # kernel and faults it back in, much of it outside calls (docs/analysis.md, "Outside the
         # calls").  The claims checked are the accounting's, whatever this run's numbers are.
-        a = self.record([target("harness-glibc"), "2", "100000"], out="g.asp")
-        b = self.record([target("harness-musl"), "2", "100000"], out="m.asp")
-        self.assertEqual(a.rc, 0, a.stderr)
-        self.assertEqual(b.rc, 0, b.stderr)
-        d = json_of("diff", "--json", a.profiles[0], b.profiles[0])
+        a, b, d = self.recorded_diff([target("harness-glibc"), "2", "100000"], [target("harness-musl"), "2", "100000"],
+                                     ("g.asp", "m.asp"))
         for side in (d["base"], d["other"]):
             self.assertLessEqual(side["faults_outside"], side["minor_faults"] + 1e-6, side)
             self.assertGreaterEqual(side["faults_outside"], 0, side)
