@@ -77,6 +77,8 @@ class JsonSchemas(E2ETestCase):
             "trace-musl": (["--trace", "--stacks"], "harness-musl", ["2", "30000"]),
             "stacks": (["--stacks=4", "--sample", "4"], "harness-glibc", ["2", "20000"]),
             "counted": (["--sample", "0"], "harness-glibc", ["1", "2000"]),
+            # A trace with no timed call: what a short trace timed in windows can be.
+            "trace-untimed": (["--trace", "--sample", "0"], "harness-glibc", ["2", "3000"]),
             "family": (["--trace", "--stacks=1", "--sample", "1"], "alloc_family-glibc", []),
             "locks": (["--locks"], "lock_contention-glibc", ["4", "60", "200"]),
             "locks-musl": (["--locks"], "lock_contention-musl", ["4", "60", "200"]),
@@ -116,7 +118,7 @@ class JsonSchemas(E2ETestCase):
         return docs
 
     def test_report(self):
-        for name in ("glibc", "musl", "trace", "stacks", "counted", "family", "locks", "locks-musl"):
+        for name in ("glibc", "musl", "trace", "trace-untimed", "stacks", "counted", "family", "locks", "locks-musl"):
             for by in ("class", "bucket", "thread", "shape", "callsite"):
                 with self.subTest(profile=name, by=by):
                     self.check("report", "report", "--json", "--by", by, self.p[name])
@@ -126,7 +128,8 @@ class JsonSchemas(E2ETestCase):
 
     def test_diff(self):
         for base, other in (("glibc", "musl"), ("trace", "trace-musl"), ("glibc", "counted"), ("trace", "family"),
-                            ("locks", "locks-musl"), ("glibc", "locks")):
+                            ("locks", "locks-musl"), ("glibc", "locks"),
+                            ("trace-untimed", "trace")):
             with self.subTest(base=base, other=other):
                 self.check("diff", "diff", "--json", self.p[base], self.p[other])
 
@@ -138,6 +141,7 @@ class JsonSchemas(E2ETestCase):
                 self.check("dump", "dump", "--json", self.p[name])
         self.check("shapes-gap", "shapes", "--json", self.p["trace"], self.p["trace-musl"])
         self.check("shapes-gap", "shapes", "--json", self.p["family"], self.p["trace"])
+        self.check("shapes-gap", "shapes", "--json", self.p["trace-untimed"], self.p["trace"])
 
     def test_compare(self):
         self.check("compare", "compare", "--json", "--runs", "2", "--sample", "16", "--allocators",
