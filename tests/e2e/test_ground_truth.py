@@ -22,20 +22,21 @@ What is checked:
          dominate.
   musl   `diff` of glibc's harness against musl's at 8 threads names blocked waiting as the largest
          component and explains 80-120 % of the thread-time gap.
-Measured on a 2-core machine at real-time priority (harness 1-2 threads x 2,000,000 iterations):
-1.07-1.17 x the injected time in 256-511 B, 0.5-3 % of it elsewhere; serialization index 0.44
-for the mutex allocator (slow but running 72 %: its threads rarely sleep, they hand the lock over
-through futex calls that find it free again), 1.65 for the control.  musl against glibc at 8
-threads x 300,000: coverage 99-100 %, waiting 89-90 % of musl's allocator time.  At normal priority on a machine loaded with
-other work, preemption inside timed calls inflated the spin estimates to 1.1-6 x.
+Every claim is checked on one run, at normal priority, whatever else the machine is doing: where
+noise can move a figure, the check allows what the report itself gives as that figure's error (or
+takes its word that the figure is unsure), never a retry or a skip.  Measured on a 2-core machine
+(harness 2 threads x 2,000,000 iterations, timing windows of 1/8): quiet, 1.12-1.18 x the injected
+time in 256-511 B, its error 0.03-0.10 x, 0.3-0.9 % of it elsewhere; beside two CPU hogs, 2.0-2.4 x
+the injected time with an error of 1.0-1.9 x, the classes said to be unsure (threads preempted
+inside timed calls: 580-620 involuntary switches against 47-49 quiet).  Serialization index 0.44
+for the mutex allocator, 1.65 for the control.  musl against glibc at 8 threads x 300,000:
+coverage 99-100 %, waiting 89-90 % of musl's allocator time; beside two CPU hogs the diff still
+named waiting and explained the gap.
 
-Contention needs the threads to run at the same time.  When the tests may (root or
-CAP_SYS_NICE), the recorded programs run at real-time round-robin priority, so that other load on
-the machine does not decide when the harness threads run; each run lasts about a second.  Without
-that, on a busy machine the threads may rarely be inside the allocator together: the contention
-tests then skip, saying so (as they do without real-time priority on a machine whose load
-average is 1 or more).  The tests of `report` and `diff` skip while those subcommands do not
-exist.
+Contention needs the threads to run at the same time.  On a busy machine they may rarely be
+inside the allocator together: the report must then say that whether they wait cannot be told,
+and the tests accept that, as they accept any `unsure` that says why.  The tests of `report` and
+`diff` skip while those subcommands do not exist.
 """
 import json
 import os
@@ -65,42 +66,6 @@ def _subcommands():
 SUBCOMMANDS = _subcommands()
 HAS_REPORT = "report" in SUBCOMMANDS
 HAS_DIFF = "diff" in SUBCOMMANDS
-
-
-def _realtime_or_nothing():
-    """In the child, before exec: real-time round-robin if permitted, else leave it as it is."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(10))
-    except (OSError, AttributeError):
-        pass
-
-
-def _realtime_permitted():
-    """Whether this process may use SCHED_RR (tested on itself, then undone)."""
-    if not hasattr(os, "sched_setscheduler"):
-        return False
-    try:
-        before_policy = os.sched_getscheduler(0)
-        before_param = os.sched_getparam(0)
-        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(10))
-        os.sched_setscheduler(0, before_policy, before_param)
-        return True
-    except OSError:
-        return False
-
-
-REALTIME = _realtime_permitted()
-
-
-def contention_measurable():
-    """None, or why threads can't be expected to run together: no real-time priority and load."""
-    if REALTIME:
-        return None
-    load = os.getloadavg()[0]
-    if load < 1.0:
-        return None
-    return (f"real-time priority is not permitted and the machine is busy (load {load:.1f}): "
-            "threads may not run together")
 
 
 def allocator(name):
@@ -143,7 +108,7 @@ class Recording:
         full_env = dict(os.environ)
         full_env.update(env or {})
         proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=600,
-                              cwd=self.dir, preexec_fn=_realtime_or_nothing if REALTIME else None)
+                              cwd=self.dir)
         if proc.returncode != 0 or not os.path.exists(out):
             raise AssertionError(f"record {lib} failed ({proc.returncode}): {proc.stderr}")
         return out
@@ -212,16 +177,33 @@ class SpinAllocator(RecordedCase):
     def injected(self, threads):
         return self.runs[threads][2] * SPIN_NS
 
+    def errors(self, threads):
+        """What the two reports give as the error of the classes in range and outside it, and
+        whether the spin run calls a class in range unsure.  A diff's class is the difference of
+        the two reports' estimates, so these are its errors too."""
+        base, spin, _ = self.runs[threads]
+        in_range = outside = 0
+        unsure = False
+        for path in (base, spin):
+            for c in cli_json("report", "--json", path)["classes"]:
+                if overlaps(c, SPIN_LO, SPIN_HI):
+                    in_range += c["time_error_ns"]
+                    unsure |= path == spin and c["unsure"]
+                else:
+                    outside += c["time_error_ns"]
+        return in_range, outside, unsure
+
     def check_attribution(self, threads, in_range, outside):
         injected = self.injected(threads)
-        self.assertGreaterEqual(in_range, 0.9 * injected,
-                                f"{in_range / 1e6:.1f} ms of {injected / 1e6:.1f} ms injected in {SPIN_LO}-{SPIN_HI} B")
-        # Preemption inflates timed calls at random; without real-time priority it can be large.
-        leak = 0.1 if REALTIME else 0.25
-        self.assertLessEqual(abs(outside), leak * injected,
-                             f"{outside / 1e6:.1f} ms moved outside {SPIN_LO}-{SPIN_HI} B")
-        if REALTIME:  # undisturbed runs: nothing else inflates the delayed calls much
-            self.assertLessEqual(in_range, 1.5 * injected)
+        error_in, error_out, unsure = self.errors(threads)
+        figures = (f"{in_range / 1e6:.1f} ms (error {error_in / 1e6:.1f} ms{', unsure' if unsure else ''}) "
+                   f"of {injected / 1e6:.1f} ms injected in {SPIN_LO}-{SPIN_HI} B; {outside / 1e6:.1f} ms "
+                   f"(error {error_out / 1e6:.1f} ms) moved outside")
+        # Preemption inside timed calls only adds time; sampling moves it either way.
+        self.assertGreaterEqual(in_range + error_in, 0.9 * injected, figures)
+        self.assertLessEqual(abs(outside), 0.1 * injected + error_out, figures)
+        if not unsure:
+            self.assertLessEqual(in_range - error_in, 1.5 * injected, figures)
 
     def test_delays_exactly_the_calls_in_range(self):
         for threads, (base, spin, count) in self.runs.items():
@@ -294,11 +276,16 @@ class MutexAllocator(unittest.TestCase):
         self.assertNotEqual(self.nolock["contention"]["verdict"], "global_lock", self.describe(self.nolock))
 
     def test_lock_contention_is_the_dominant_cost(self):
-        # One run's claim: waiting (or slow) dominates, or the report says no cost dominates surely.
+        # One run's claim: waiting (or slow) dominates; or the report says no cost dominates
+        # surely; or, when the threads rarely met inside the allocator (a busy machine runs them
+        # one after the other), that whether they wait cannot be told.
+        text = self.mutex["verdict"]["text"]
         if self.mutex["verdict"]["dominant"] == "unsure":
-            self.assertIn("Run too short to judge", self.mutex["verdict"]["text"], self.describe(self.mutex))
-        else:
-            self.assertIn(self.mutex["verdict"]["dominant"], ("waiting", "slow"), self.describe(self.mutex))
+            self.assertIn("Run too short to judge", text, self.describe(self.mutex))
+        elif self.mutex["verdict"]["dominant"] not in ("waiting", "slow"):
+            self.assertEqual(self.mutex["contention"]["verdict"], "unsure", self.describe(self.mutex))
+            self.assertIn("Whether threads wait for each other inside the allocator cannot be told", text,
+                          self.describe(self.mutex))
         self.assertNotEqual(self.nolock["verdict"]["dominant"], "waiting", self.describe(self.nolock))
 
 
@@ -308,13 +295,6 @@ class MuslAgainstGlibc(RecordedCase):
 
     THREADS = 8
     ITERS = 300_000
-
-    @classmethod
-    def setUpClass(cls):
-        why = contention_measurable()
-        if why:
-            raise unittest.SkipTest(why)
-        super().setUpClass()
 
     @classmethod
     def record_all(cls):
