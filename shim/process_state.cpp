@@ -15,6 +15,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "allocscope/window_phase.h"
 #include "calibration.h"
 #include "lock_waits.h"
 #include "real_allocator.h"
@@ -107,8 +108,14 @@ void configure_sampling(const format::Calibration& c) {
   // calibration, once per program image: a forked child keeps its parent's windows.
   s.window_seed = c.window_seed;
   // Checking more often than every microsecond costs more than it finds: with a very short
-  // window (large N) a fast thread would read the clock on every call.
-  s.check_gap = s.window_len / 8 > c.tick_hz / 1000000 ? s.window_len / 8 : c.tick_hz / 1000000;
+  // window (large N) a fast thread would read the clock on every call.  Checking less often than
+  // kCheckGapMaxNs would let a thread notice a long window (small N) after the analyzer starts to
+  // trust it (allocscope/window_phase.h): its calls there would be missing from the others' view.
+  const uint64_t one_us = c.tick_hz / 1000000;
+  const uint64_t most = c.tick_hz * kCheckGapMaxNs / 1000000000;
+  uint64_t gap = s.window_len / 8;
+  if (gap > most) gap = most;
+  s.check_gap = gap < one_us ? one_us : gap;
   s.flush_interval = c.tick_hz / 4;  // 250 ms
   // A timed call of 2 µs or more gets its context switches (recorder.cpp note_switches): a thread
   // that slept or waited for a CPU was away that long at least.  Each costs a getrusage (~0.25 µs
@@ -293,7 +300,7 @@ bool write_calibration_chunk() {
   c.mode_flags = (g_trace ? format::kModeTrace : 0) |
                  (g_sampling.stack_every ? format::kModeStacks : 0) | format::kModeWindowPhase |
                  format::kModeCxxOperators | (g_lock_waits ? format::kModeLocks : 0) |
-                 (g_sampling.switch_ticks ? format::kModeSwitches : 0);
+                 (g_sampling.switch_ticks ? format::kModeSwitches : 0) | format::kModeNoticeBounded;
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(

@@ -114,6 +114,11 @@ constexpr uint64_t kModeLocks = 1u << 4;
 // Slow timed calls carry their context switches (kEvSwitches): without the flag (profiles written
 // before, or sampling too dense for it), only the rusage probe's calls do.
 constexpr uint64_t kModeSwitches = 1u << 5;
+// The shim read the clock outside windows at most window_phase.h kCheckGapMaxNs apart (while a
+// thread's calls kept their pace): a window is trusted kWindowTrimNs after its start.  Without the
+// flag (profiles written before), the gap could reach window/8 (more than kWindowTrimNs with
+// --sample 12 or fewer), and the analyzer trims that much more.
+constexpr uint64_t kModeNoticeBounded = 1u << 6;
 
 struct Calibration {
   uint8_t clock;                 // Clock

@@ -51,4 +51,12 @@ constexpr uint64_t window_start_of(uint64_t tick, unsigned window_shift, uint64_
   return start + window_offset(period_index, window_len, uint64_t{1} << window_shift, seed);
 }
 
+// How soon every thread notices a window, and what the analyzer leaves out for it.  Outside
+// windows a thread reads the clock only every few calls, as many as take about the check gap
+// (shim recorder.cpp, next_check_interval): window/8, at least 1 µs and at most kCheckGapMaxNs,
+// so that while its calls keep their pace it notices a window opening within that.  The analyzer
+// trusts a window from min(window/4, kWindowTrimNs) after its start: twice the longest check gap.
+constexpr uint64_t kCheckGapMaxNs = 2500;
+constexpr uint64_t kWindowTrimNs = 2 * kCheckGapMaxNs;
+
 }  // namespace allocscope

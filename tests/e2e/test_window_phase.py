@@ -79,6 +79,18 @@ class WindowPhase(E2ETestCase):
         self.assertEqual(j["model"]["late_events"], 0)
         self.assertGreater(j["contention"]["classified_calls"], 0.5 * j["timed_calls"], j["contention"])
 
+    def test_long_windows_are_trusted_twice_the_check_gap_in(self):
+        # With --sample 8 a window is 1/8 of a period (about 60 µs): the shim still checks the clock
+        # outside windows at most 2.5 µs apart (allocscope/window_phase.h), says so in the
+        # profile, and the analyzer trusts each window from 5 µs in, not from a quarter of it.
+        run = self.record([target("harness-glibc"), "2", "200000"], sample=8, out="s8.asp")
+        self.assertEqual(run.rc, 0, run.stderr)
+        c = self.calibration(run.profiles[0])
+        window_ns = (1 << c["window_shift"]) / 8 / c["tick_hz"] * 1e9
+        self.assertGreater(window_ns / 4, 10_000, c)
+        j = self.cli_json("report", "--json", run.profiles[0])
+        self.assertAlmostEqual(j["model"]["window_trim_ns"], 5_000, delta=50)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -751,5 +751,21 @@ TEST(WindowSweep, ConfigFollowsTheProfilesPhaseFlag) {
   EXPECT_EQ(sweep_config_for(c, 1e9).window_start(5), uint64_t{5} << 20);
 }
 
+// The trusted part starts twice the shim's longest check gap into a window: 5 µs where the shim
+// bounded its gap to 2.5 µs, a quarter of the window where it did not (its gap was window/8).
+TEST(WindowSweep, TrimCoversTheShimsLongestCheckGap) {
+  format::Calibration c = test::make_calibration(1'000'000'000);  // 1 tick = 1 ns
+  c.window_shift = 20;
+  c.mode_flags = format::kModeWindowPhase | format::kModeNoticeBounded;
+  c.sample_every = 64;  // windows of 16 µs: a quarter is 4 µs
+  EXPECT_EQ(sweep_config_for(c, 1e9).trim, (uint64_t{1} << 20) / 64 / 4);
+  c.sample_every = 8;  // windows of 131 µs
+  EXPECT_EQ(sweep_config_for(c, 1e9).trim, 2 * kCheckGapMaxNs);
+  c.mode_flags &= ~format::kModeNoticeBounded;  // written before: checks up to 16 µs apart
+  EXPECT_EQ(sweep_config_for(c, 1e9).trim, (uint64_t{1} << 20) / 8 / 4);
+  c.sample_every = 1;  // every call timed: nothing to notice
+  EXPECT_EQ(sweep_config_for(c, 1e9).trim, 0u);
+}
+
 }  // namespace
 }  // namespace allocscope

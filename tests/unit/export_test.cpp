@@ -156,7 +156,7 @@ class ExportTest : public ::testing::Test {
     info.libc = static_cast<uint8_t>(format::Libc::Glibc);
     w.process(info, self_path(), "unit", "/nonexistent/libc.so.6", "2.36");
     format::Calibration c = test::make_calibration(1'000'000'000, format::Clock::Monotonic);
-    c.mode_flags = format::kModeTrace | format::kModeStacks;
+    c.mode_flags |= format::kModeTrace | format::kModeStacks;
     w.calibration(c);
     w.modules({{self.bias, self.start, self.end, ""},
                {0x1000, 0x1000, 0x1fff, "/nonexistent/liballocscope.so"},

@@ -171,7 +171,7 @@ TestProfileWriter trace_profile(std::string_view allocator, format::Libc libc) {
   info.libc = static_cast<uint8_t>(libc);
   w.process(info, "/bin/prog", "prog", allocator, "");
   format::Calibration c = make_calibration(1'000'000'000, format::Clock::Monotonic);
-  c.mode_flags = format::kModeTrace;
+  c.mode_flags |= format::kModeTrace;
   c.clock_read_ticks = 0;
   w.calibration(c);
   return w;
@@ -189,6 +189,7 @@ format::Calibration make_calibration(uint64_t tick_hz, format::Clock clock) {
   c.calib_mono1 = c.calib_mono0 + 10'000'000;  // a 10 ms calibration window
   c.calib_tick1 = c.calib_tick0 + tick_hz / 100;
   c.clock_read_ticks = 20;
+  c.mode_flags = format::kModeNoticeBounded;  // as the shim writes: windows trusted 5 µs in
   c.syscall_ticks = 300;
   c.futex_wake_ticks = 250;
   c.futex_wait_ticks = 280;
