@@ -25,11 +25,12 @@ SweepConfig sweep_config_for(const format::Calibration& c, double tick_hz) {
   config.phased = (c.mode_flags & format::kModeWindowPhase) != 0;
   config.window_seed = c.window_seed;
   if (n > 1) {
-    // Twice the longest gap between a thread's clock checks (allocscope/window_phase.h); before
-    // the shim bounded it (format.h kModeNoticeBounded), the gap reached window/8.
+    // Twice the longest gap between a thread's clock checks (allocscope/window_phase.h).  Before
+    // the shim bounded it (format.h kModeNoticeBounded) the gap was window/8: where that exceeds
+    // kWindowTrimNs (long windows), such a profile is trusted from a quarter of the window in.
     const auto trim = static_cast<uint64_t>(std::llround(tick_hz * 1e-9 * static_cast<double>(kWindowTrimNs)));
     const bool bounded = (c.mode_flags & format::kModeNoticeBounded) != 0;
-    config.trim = bounded ? std::min(config.window_len / 4, trim) : config.window_len / 4;
+    config.trim = bounded || config.window_len / 8 <= trim ? std::min(config.window_len / 4, trim) : config.window_len / 4;
   }
   config.horizon = static_cast<uint64_t>(std::llround(tick_hz * 0.6));
   config.running_ticks = static_cast<uint64_t>(std::llround(tick_hz * 10e-6));

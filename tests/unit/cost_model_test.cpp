@@ -763,6 +763,10 @@ TEST(WindowSweep, TrimCoversTheShimsLongestCheckGap) {
   EXPECT_EQ(sweep_config_for(c, 1e9).trim, 2 * kCheckGapMaxNs);
   c.mode_flags &= ~format::kModeNoticeBounded;  // written before: checks up to 16 µs apart
   EXPECT_EQ(sweep_config_for(c, 1e9).trim, (uint64_t{1} << 20) / 8 / 4);
+  c.sample_every = 16;  // … or 8 µs apart: still more than 5 µs
+  EXPECT_EQ(sweep_config_for(c, 1e9).trim, (uint64_t{1} << 20) / 16 / 4);
+  c.sample_every = 32;  // … or 4 µs apart: 5 µs covered them
+  EXPECT_EQ(sweep_config_for(c, 1e9).trim, 2 * kCheckGapMaxNs);
   c.sample_every = 1;  // every call timed: nothing to notice
   EXPECT_EQ(sweep_config_for(c, 1e9).trim, 0u);
 }
