@@ -23,15 +23,15 @@ What is checked:
   musl   `diff` of glibc's harness against musl's at 8 threads names blocked waiting as the largest
          component and explains 80-120 % of the thread-time gap.
 Every claim is checked on one run, at normal priority, whatever else the machine is doing: where
-noise can move a figure, the check allows what the report itself gives as that figure's error (or
-takes its word that the figure is unsure), never a retry or a skip.  Measured on a 2-core machine
+noise can move a figure, the check allows what the report itself gives as that figure's error, or
+takes the report's word that the figure is unsure.  Measured on a 2-core machine
 (harness 2 threads x 2,000,000 iterations, timing windows of 1/8): quiet, 1.12-1.18 x the injected
 time in 256-511 B, its error 0.03-0.10 x, 0.3-0.9 % of it elsewhere; beside two CPU hogs, 2.0-2.4 x
 the injected time with an error of 1.0-1.9 x, the classes said to be unsure (threads preempted
 inside timed calls: 580-620 involuntary switches against 47-49 quiet).  Serialization index 0.44
 for the mutex allocator, 1.65 for the control.  musl against glibc at 8 threads x 300,000:
-coverage 99-100 %, waiting 89-90 % of musl's allocator time; beside two CPU hogs the diff still
-named waiting and explained the gap.
+coverage 99-100 %, waiting 89-90 % of musl's allocator time (measured at real-time priority, when
+these tests still ran so); beside two CPU hogs its checks held.
 
 Contention needs the threads to run at the same time.  On a busy machine they may rarely be
 inside the allocator together: the report must then say that whether they wait cannot be told,
