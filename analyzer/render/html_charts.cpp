@@ -91,7 +91,9 @@ std::string stacked_bars_svg(const StackedBars& chart) {
     for (size_t s = 0; s < row.values.size() && s < chart.series.size(); ++s) {
       const double v = std::max(0.0, row.values[s]);
       if (v <= 0) continue;
-      const double x0 = x(at), x1 = x(at + v);
+      // A segment under half a pixel is drawn half a pixel wide (something to point at), reaching
+      // back from its end, so that the bar still ends where its total does.
+      const double x1 = x(at + v), x0 = std::max(x(0), std::min(x(at), x1 - 0.5));
       const std::string tip = fmt::format("{}: {} {}{}", row.label, chart.series[s].name, format_value(v, chart.kind),
                                           total > 0 ? fmt::format(" ({:.1f} % of the row)", 100 * v / total) : "");
       svg.rect(x0, y, std::max(x1 - x0, 0.5), kBar, "seg " + chart.series[s].css, tip);

@@ -218,7 +218,7 @@ class HtmlPages(E2ETestCase):
                 self.assertEqual(times[widest["label"]], max(times[r["label"]] for r in rows))
                 for r in rows:  # bar lengths in proportion to the times
                     expected = widest["width"] * times[r["label"]] / times[widest["label"]]
-                    self.assertAlmostEqual(r["width"], expected, delta=1.5 + 0.02 * expected, msg=r["label"])
+                    self.assertAlmostEqual(r["width"], expected, delta=1.0 + 0.01 * expected, msg=r["label"])
                 for m in bars["marks"]:
                     self.assertRegex(m["title"], r": (fast path|slow but running|waiting \(blocked\)) ")
                 # Each class's ± bound as an error bar across the end of its bar, 2 × error wide.
