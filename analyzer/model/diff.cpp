@@ -373,7 +373,11 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   if (comparable && gap && std::fabs(d.measured_delta_ns) > 0) d.coverage = d.attributed_delta_ns / d.measured_delta_ns;
   diff_locks_and_wall(d, k, comparable, gap);
   // No part is named on an unsure difference (the verdict claims no share of the gap then).
+  // Nor on a gap that is mostly time off the CPU outside calls (preemption by other work, or
+  // sleeps the windows did not see): the machine's doing as much as the allocator's.
+  const bool off_cpu = std::fabs(d.unattributed_off_cpu_ns) > 0.5 * std::fabs(d.measured_delta_ns);
   d.verdict = same_thread_time(d) || !d.coverage ? DiffVerdict::NoGap
+              : off_cpu                        ? DiffVerdict::OffCpu
               : d.attributed_unsure            ? DiffVerdict::Unsure
                                                : DiffVerdict::Part;
   attribute_to_shapes(d, rb, ro);

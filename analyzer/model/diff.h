@@ -92,7 +92,10 @@ struct WorkComparison {
 
 // What the diff's verdict can claim: no gap to share (or no coverage), an unsure difference (no
 // part is named), or the largest part of the allocator's change in the gap's direction.
-enum class DiffVerdict : uint8_t { NoGap, Unsure, Part };
+// NoGap: the runs take the same thread time (or there is nothing to compare); OffCpu: most of the
+// gap is time off the CPU outside allocator calls (the machine's doing as much as the allocator's):
+// no share of it is claimed; Unsure: the allocator's part is unsure; Part: a share is claimed.
+enum class DiffVerdict : uint8_t { NoGap, OffCpu, Unsure, Part };
 
 // Which of the two profiles was not recorded with --trace (shapes need both).
 enum class MissingTrace : uint8_t { None, Both, Base, Other };

@@ -42,6 +42,7 @@ const char* diff_part_name(DiffPartKind kind) {
 const char* diff_verdict_name(const DiffReport& d) {
   switch (d.verdict) {
     case DiffVerdict::NoGap: return "none";
+    case DiffVerdict::OffCpu:
     case DiffVerdict::Unsure: return "unsure";
     case DiffVerdict::Part: return largest_part_clear(d) ? diff_part_name(largest_part(d).kind) : "unsure";
   }
@@ -116,7 +117,7 @@ std::string diff_verdict_text(const DiffReport& d) {
     text += fmt::format(" ({} wall)", format_signed_duration_ns(*d.wall_measured_delta_ns));
   // Time off the CPU outside calls that changed by more than half the gap: the machine's doing
   // (preemption by other work) as much as the allocator's; no coverage is claimed on it.
-  if (std::fabs(d.unattributed_off_cpu_ns) > 0.5 * std::fabs(d.measured_delta_ns)) {
+  if (d.verdict == DiffVerdict::OffCpu) {
     // Blocked (voluntary switches) or preempted (involuntary ones): whichever changed more.
     const double dv = static_cast<double>(d.other.voluntary_switches) - k * static_cast<double>(d.base.voluntary_switches);
     const double di = static_cast<double>(d.other.involuntary_switches) - k * static_cast<double>(d.base.involuntary_switches);
@@ -377,6 +378,7 @@ std::string diff_json(const DiffReport& d) {
   w.field("attributed_delta_ns", json_signed_ns(d.attributed_delta_ns));
   w.field("coverage", json_fraction(d.coverage));
   w.field("attributed_unsure", d.attributed_unsure);
+  w.field("gap_off_cpu", d.verdict == DiffVerdict::OffCpu);
   w.key("work").begin_object();
   w.field("calls_base", d.work.calls_base).field("calls_other", d.work.calls_other).field("ratio", d.work.ratio);
   w.field("per_call", d.work.per_call).field("reason", work_reason(d.work));

@@ -185,7 +185,7 @@ class ThreadsQueue(DiffCase):
         k = d["work"]["ratio"] if d["work"]["per_call"] else 1.0
         self.assertAlmostEqual(d["cpu_delta_ns"], d["other"]["cpu_ns"] - k * d["base"]["cpu_ns"],
                                delta=1e-6 * d["base"]["cpu_ns"] + 2)
-        off_cpu_leads = abs(d["unattributed_off_cpu_ns"]) > 0.5 * abs(d["measured_delta_ns"])
+        off_cpu_leads = d["gap_off_cpu"]
         text = d["verdict"]["text"]
         if d["threads_queue"]:
             self.assertNotIn("the machine was busy", text)
@@ -217,11 +217,11 @@ class FaultTerm(DiffCase):
         self.assertNotIn("not the allocator", d["verdict"]["text"])
         text = run_cli("diff", a.profiles[0], b.profiles[0])
         self.assertIn("outside allocator calls: not attributed", text)
-        busy = abs(d["unattributed_off_cpu_ns"]) > 0.5 * abs(d["measured_delta_ns"])
-        if busy:
+        if d["gap_off_cpu"]:
             # Off the CPU outside calls: the verdict says which (preempted or blocked), claims no coverage.
             self.assertRegex(d["verdict"]["text"], "the machine was busy|time every call|queue for the CPUs")
             self.assertNotIn("accounts for", d["verdict"]["text"])
+            self.assertEqual(d["verdict"]["dominant"], "unsure")
         elif d["coverage"] is not None and not d["attributed_unsure"] and d["coverage"] < 0.85:
             self.assertIn("not attributed", d["verdict"]["text"])
             self.assertIn("cache and TLB", d["verdict"]["text"])

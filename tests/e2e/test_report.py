@@ -45,17 +45,25 @@ class Split(ReportTestCase):
 
     def test_glibc_fast_path_dominates_or_the_report_says_it_is_uncertain(self):
         # 2,000,000 iterations: in a shorter run (a few ms) the few long calls at a thread's start
-        # (its arena mapped, first touches) weigh too much.  A thread preempted in a timed call
-        # makes that call "slow"; when such calls dominate the estimate its error bound says so.
+        # (its arena mapped, first touches) weigh too much.  Measured on the 2-core VM, quiet and
+        # beside two CPU hogs: the fast path 70-85 % of the time, waiting 0.  What the run may
+        # rightly say instead: that it cannot tell which part dominates, or that running beyond
+        # the fast path does, naming preemption among the causes and no lock (a thread preempted
+        # inside a timed call, on a busy machine).  Never that glibc's threads wait.
         j = self.report(self.record_harness("harness-glibc", 2, 2_000_000, "glibc-fast.asp"))
-        self.assertLess(j["wait_share"], 0.05)
-        if j["verdict"]["dominant"] != "fast":
-            # The report says it is unsure: of the allocator's time (a few long calls dominate it,
-            # and the verdict claims no share of thread time), or of which cost dominates.
-            self.assertTrue(j["allocator_time_unsure"], j["verdict"]["text"])
-            self.assertGreater(j["allocator_time_error_ns"], 0.5 * j["allocator_time_ns"], j["verdict"]["text"])
-            self.assertRegex(j["verdict"]["text"], "Run too short to judge|Its time itself is unsure")
-            self.assertNotIn("of thread time.", j["verdict"]["text"])
+        text, dominant = j["verdict"]["text"], j["verdict"]["dominant"]
+        bound = j["error_bounds"]["wait_share_bound"] or 0
+        self.assertLess(j["wait_share"] - bound, 0.05, text)
+        self.assertIn(dominant, ("fast", "slow", "unsure"), text)
+        if dominant == "unsure":
+            self.assertRegex(text, "Run too short to judge|Its time itself is unsure")
+            self.assertNotIn("of thread time.", text)
+        elif dominant == "slow":
+            self.assertIn("preemption", text)
+            self.assertNotIn("met another thread inside", text)
+            self.assertNotEqual(j["contention"]["verdict"], "global_lock", text)
+        else:
+            self.assertIn("the fast path dominates", text)
 
 
 class ReportShape(ReportTestCase):

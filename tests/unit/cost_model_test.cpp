@@ -442,6 +442,7 @@ TEST(CostModel, DiffSaysThreadsQueueForTheCpusWhenTheProgramHasMoreThreadsThanCp
   DiffReport d = q;
   d.measured_delta_ns = 26e9;
   d.unattributed_off_cpu_ns = 20e9;
+  d.verdict = DiffVerdict::OffCpu;  // (diff_reports' judgement: off the CPU > half the gap)
   d.cpu_delta_ns = 6e9;
   d.system_delta_ns = 2.5e9;
   d.base.involuntary_switches = 837;
