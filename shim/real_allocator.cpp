@@ -16,8 +16,7 @@ extern "C" __attribute__((weak, visibility("hidden"))) const char allocscope_pre
 
 namespace allocscope {
 
-RealAllocator g_real;
-bool g_real_resolved = false;
+Forwarding g_forwarding;
 alignas(4096) unsigned char g_bootstrap_pool[kBootstrapPoolSize];
 
 namespace {

@@ -25,7 +25,17 @@ struct RealAllocator {
   void* (*dlopen)(const char*, int);
 };
 
-extern RealAllocator g_real;
+// What every entry point reads before it forwards, in one cache line: whether the real functions
+// are resolved, whether `free` takes every block's size, and the most called of those functions.
+// (A call also touches its thread's context, its slot's state and its counter: docs/overhead.md.)
+struct alignas(64) Forwarding {
+  bool resolved;          // `real` is filled
+  bool exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1: free asks the allocator for every block's size
+  RealAllocator real;
+};
+static_assert(offsetof(Forwarding, real) + 4 * sizeof(void*) <= 64, "malloc..realloc in the first line");
+extern Forwarding g_forwarding;
+inline constexpr RealAllocator& g_real = g_forwarding.real;
 
 // The C++ operators of the next definition in the search order (libstdc++'s, or an allocator's
 // own: jemalloc, tcmalloc, mimalloc and scudo define them).  Where there is none (a C program that
@@ -70,7 +80,7 @@ size_t describe_shadowed_entries(char* out, size_t cap);
 // The object that defines the next operator new ("" when there is none), valid after resolution.
 const char* real_cxx_path();
 
-extern bool g_real_resolved;
+inline constexpr bool& g_real_resolved = g_forwarding.resolved;
 bool resolve_real_allocator();
 
 // True once g_real is resolved; resolves it on first use.  False while resolution is in progress

@@ -17,7 +17,6 @@ namespace allocscope {
 
 __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
 SamplingConfig g_sampling;
-bool g_exact_free_sizes = false;
 bool g_trace = false;
 
 namespace {
@@ -218,25 +217,40 @@ uint64_t maybe_sample_cpu(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
 
 }  // namespace
 
+namespace {
+
+// Outside the windows, a decision that times nothing: when to check again, and the periodic flush.
+Timing untimed_decision(ThreadCtx& t, Slot* s, const SamplingConfig& c, uint64_t now, bool was_timing) {
+  t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
+  store_shared(s->h.last_tick, now);
+  if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);  // (checks the mode)
+  return Timing{0, false};
+}
+
+}  // namespace
+
 Timing timing_decision(Slot* s) {
   ThreadCtx& t = t_ctx;
+  const SamplingConfig& c = g_sampling;
+  // The usual case: outside the windows, before the next one opens.  A thread learns next_open
+  // only after it has seen the settings published (below), so the mode need not be read here: a
+  // window's opening reads it again before anything is timed.
+  uint64_t now = 0;
+  if (__builtin_expect(t.next_open != 0 && !t.timing, 1)) {
+    now = ticks();
+    if (__builtin_expect(now < t.next_open, 1)) return untimed_decision(t, s, c, now, false);
+  }
   // The settings are written while the process initialises, and published by the mode becoming
   // Active: a thread that arrived earlier counts, and times nothing until then.
   if (__builtin_expect(g_ps->mode.load(std::memory_order_acquire) != kModeActive, 0)) {
     t.countdown = 1;  // decide again on the next call: start-up is short
     return Timing{0, false};
   }
-  const SamplingConfig& c = g_sampling;
-  const uint64_t now = ticks();
+  if (now == 0) now = ticks();
   if (c.sample_every != 1 && !(t.timing && now < t.next_close)) {
     const bool was_timing = t.timing;
     t.timing = 0;
-    if (!in_window(t, c, now)) {
-      t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
-      store_shared(s->h.last_tick, now);
-      if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);
-      return Timing{0, false};
-    }
+    if (!in_window(t, c, now)) return untimed_decision(t, s, c, now, was_timing);
     t.timing = 1;  // until next_close, the end of the window in_window found
   }
   t.countdown = 1;  // decide again on the next call

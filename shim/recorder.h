@@ -25,12 +25,14 @@
 
 #include "allocscope/trace_codec.h"
 #include "process_state.h"
+#include "real_allocator.h"
 #include "thread_slot.h"
 #include "tick_clock.h"
 
 namespace allocscope {
 
-struct ThreadCtx {
+// One cache line holds what every call and every timing decision reads (slot .. next_close).
+struct alignas(64) ThreadCtx {
   Slot* slot;
   // `countdown` then `depth`: the fast path writes them together (set_gate below).
   uint32_t countdown;     // calls left before the next timing decision (1 = decide every call)
@@ -41,16 +43,17 @@ struct ThreadCtx {
   uint32_t cpu_sampled;   // the current timed call also samples rusage (ru0 below)
   uint32_t check_every;   // calls between window checks outside windows (adaptive, see above)
   uint64_t last_check;    // tick of the last window check
-  format::Rusage ru0;
   // The thread's next timing window (window_phase.h): the one in progress, or the next to open.
   uint64_t next_open;     // its first tick
   uint64_t next_close;    // its end; 0 with next_open 0: not known yet
+  format::Rusage ru0;
   // The thread's switch counts when its last timed call ended (note_switches in recorder.cpp).
   uint64_t sw_nvcsw, sw_nivcsw;
   uint64_t sw_end;        // the tick they stand for
   uint32_t sw_valid;
 };
 
+static_assert(offsetof(ThreadCtx, next_close) + sizeof(uint64_t) <= 64, "the hot fields in one line");
 extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
 
 // The fast path may run outside the shim (depth 0) when it is not deciding on timing this call
@@ -77,7 +80,7 @@ struct SamplingConfig {
   uint64_t switch_ticks;       // a timed call this slow gets its context switches (kEvSwitches); 0: none
 };
 extern SamplingConfig g_sampling;
-extern bool g_exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1
+inline constexpr bool& g_exact_free_sizes = g_forwarding.exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1
 extern bool g_trace;             // ALLOCSCOPE_TRACE=1: every call, encoded, instead of events
 
 constexpr uint32_t kCheckEvery = 256;         // most calls between window checks (the adaptive cap)
