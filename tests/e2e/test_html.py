@@ -215,7 +215,10 @@ class HtmlPages(E2ETestCase):
                 rows = [r for r in bars["rows"] if r["label"] in times]
                 self.assertGreater(len(rows), 0)
                 widest = max(rows, key=lambda r: r["width"])
-                self.assertEqual(times[widest["label"]], max(times[r["label"]] for r in rows))
+                # The longest bar is the largest time, up to the 0.1 px the SVG's coordinates are
+                # written to (classes whose times differ by less may swap).
+                self.assertGreaterEqual(times[widest["label"]] * (1 + 0.2 / widest["width"]),
+                                        max(times[r["label"]] for r in rows))
                 for r in rows:  # bar lengths in proportion to the times
                     expected = widest["width"] * times[r["label"]] / times[widest["label"]]
                     self.assertAlmostEqual(r["width"], expected, delta=1.0 + 0.01 * expected, msg=r["label"])
@@ -338,10 +341,12 @@ class HtmlPages(E2ETestCase):
         walls = [parse_duration(a.split(" · ")[0]) for a in chart["asides"]]
         for w, t in zip(widths, walls):
             self.assertAlmostEqual(w / widths[0], t / walls[0], delta=0.02 * t / walls[0] + 0.01, msg=(widths, walls))
-        # The verdict names the row furthest from the baseline.
-        furthest = max(range(1, len(walls)), key=lambda i: abs(walls[i] / walls[0] - 1))
+        # The verdict names the row furthest from the baseline (one of those within the rounding of
+        # the printed wall times of it: the verdict reads the exact ones).
+        distance = {i: abs(walls[i] / walls[0] - 1) for i in range(1, len(walls))}
+        furthest = [self.compare_rows[i] for i, d in distance.items() if d >= max(distance.values()) - 0.01]
         verdict = self.loaded["compare"].value["verdict"]
-        self.assertTrue(verdict.startswith(f"{self.compare_rows[furthest]} is "), (verdict, walls))
+        self.assertTrue(any(verdict.startswith(f"{row} is ") for row in furthest), (verdict, walls))
         # The allocator's time in the same three parts and colours as report's bars.
         series = {m["cls"] for m in chart["marks"]}
         self.assertTrue(series <= {"seg fast", "seg slow", "seg wait", "seg other-time"}, series)
