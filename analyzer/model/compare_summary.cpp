@@ -134,6 +134,12 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
       row.wall_coverage.reset();
       row.explained.reset();
       row.coverage_gap = CoverageGap::WithinSpread;
+    } else if (diff.verdict == DiffVerdict::OffCpu || diff.verdict == DiffVerdict::Unsure) {
+      // No share of the gap where diff claims none (one verdict, every view).
+      row.coverage.reset();
+      row.wall_coverage.reset();
+      row.explained.reset();
+      row.coverage_gap = diff.verdict == DiffVerdict::OffCpu ? CoverageGap::OffCpu : CoverageGap::Unsure;
     }
   } catch (const std::exception& error) {
     row.coverage_gap = CoverageGap::Failed;

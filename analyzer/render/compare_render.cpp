@@ -119,6 +119,12 @@ std::string compare_coverage_reason(const CompareRow& row) {
     case CoverageGap::WithinSpread:
       return "the median wall times differ by no more than the runs of one row differ among themselves: no gap to "
              "attribute (more --runs, or a quieter machine)";
+    case CoverageGap::OffCpu:
+      return "most of the gap is time the threads spent off the CPU outside allocator calls (preempted or blocked): "
+             "no share is claimed (`allocscope diff` of the two profiles says which)";
+    case CoverageGap::Unsure:
+      return "the allocator's part of the gap is unsure (a bound over half of it): no share is claimed (record longer, "
+             "or with a smaller --sample)";
     case CoverageGap::Failed: return row.coverage_failure;
   }
   return "";

@@ -65,7 +65,10 @@ void add_component_waterfall(HtmlPage& page, const DiffReport& d) {
   w.steps.push_back({"page faults outside calls", d.faults_delta_ns, "", false, std::nullopt,
                      "minor faults outside allocator calls at the calibrated cost of a fault (estimate)"});
   close_waterfall(w, d);
-  std::string coverage = d.coverage ? fmt::format(" The allocator accounts for {} of the measured difference.", format_percent(*d.coverage)) : "";
+  // A share only where the verdict claims one (DiffVerdict::Part).
+  std::string coverage = d.coverage && d.verdict == DiffVerdict::Part
+                             ? fmt::format(" The allocator accounts for {} of the measured difference.", format_percent(*d.coverage))
+                             : "";
   page.section("What explains the difference, by component",
                "Each bar starts where the previous one ended; totals start from zero. The grey step is the part of the "
                "measured difference that allocator calls and their page faults do not explain." + coverage,
