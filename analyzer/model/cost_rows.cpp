@@ -193,7 +193,9 @@ struct RowInputs {
 };
 
 // Bytes, timed calls and the longest call of every display cell (a split may give a class bytes
-// but no call); snapshots see every timed call (events may have been dropped).
+// but no call); snapshots see every timed call (events may have been dropped).  Not of releases:
+// a thread's timed releases are shared out over the classes in proportion (release_classes.h),
+// and the longest of them belongs to one class, not to each; theirs comes from the events.
 void count_display_cells(Placement& pl, const RowInputs& in, size_t ti) {
   const Profile& profile = in.profile;
   auto to_ns = [&](double ticks) { return profile.clock.to_ns_exact(ticks); };
@@ -206,7 +208,7 @@ void count_display_cells(Placement& pl, const RowInputs& in, size_t ti) {
     ClassRow& cr = class_rows[dcls];
     if (!releases(op) && op != static_cast<unsigned>(Op::MallocUsableSize)) cr.bytes += c.bytes;
     cr.timed += c.timed;
-    if (c.timed > 0) {
+    if (c.timed > 0 && !releases(op)) {
       if (!cr.latency) cr.latency = LatencySummary{};
       cr.latency->max_ns = std::max(cr.latency->max_ns, to_ns(static_cast<double>(c.max_ticks)));
     }
@@ -344,7 +346,7 @@ void finish_class_rows(CostReport& r, Placement& pl, WindowErrors& we, const Cla
     if (cls < p2.by_class.size() && !p2.by_class[cls].empty()) {
       const FineHistogram& h = p2.by_class[cls];
       LatencySummary l;
-      l.max_ns = cr.latency ? cr.latency->max_ns : to_ns(static_cast<double>(h.max()));
+      l.max_ns = std::max(cr.latency ? cr.latency->max_ns : 0.0, to_ns(static_cast<double>(h.max())));
       l.p50_ns = std::min(l.max_ns, to_ns(static_cast<double>(h.quantile(0.50))));
       l.p90_ns = std::min(l.max_ns, to_ns(static_cast<double>(h.quantile(0.90))));
       l.p99_ns = std::min(l.max_ns, to_ns(static_cast<double>(h.quantile(0.99))));

@@ -522,6 +522,24 @@ TEST(CostModel, LatencyHistogramHoldsEveryTimedCallOfTheClass) {
   EXPECT_GT(c.histogram[1].hi_ns, 5'000.0);
 }
 
+TEST(CostModel, AClassLongestCallIsItsOwn) {
+  // Releases are shared out over the classes in proportion (release_classes.h); the longest of
+  // them is one class's call, not every class's.
+  SyntheticThread t;
+  alone_calls(t, kMalloc, 32, 10'000, 50, 100);
+  alone_calls(t, kMalloc, 1024, 100'000, 60, 100);
+  alone_calls(t, kFree, 32, 200'000, 40, 100);
+  alone_calls(t, kFree, 1024, 300'000, 40, 99);
+  t.events.push_back(event(kFree, 1024, 400'000, 40'000));
+  const CostReport r = Synthetic().analyze({t});
+  const ClassRow& small = class_with(r, 32);
+  const ClassRow& large = class_with(r, 1024);
+  ASSERT_TRUE(small.latency && large.latency);
+  EXPECT_LT(small.latency->max_ns, 1'000.0);
+  EXPECT_GE(large.latency->max_ns, 40'000.0);
+  EXPECT_GE(small.latency->max_ns, small.latency->p999_ns);
+}
+
 TEST(CostModel, TimelineShowsWhoWasInsideWhen) {
   // Five periods of 2^20 ticks (every call timed): thread 1 alone in the first, thread 2 alone in
   // the third, both together in the fourth, each inside half the time; one short call ends the
