@@ -119,6 +119,7 @@ struct ContentionInputs {
   double ends_near_ns = 0;                // the near zone of that measure
   uint32_t busy_threads = 0;              // threads with >= 1 % of the calls
   uint64_t timed = 0;                     // timed calls
+  uint32_t sample_every = 0;              // the profile's sampling: 1/N of the time timed (0: nothing, by choice)
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;  // sampled calls; with nvcsw; with nivcsw
   // Calls of kSwitchSlowNs or longer whose context switches are known (format.h kEvSwitches, and
   // the probe's); of them, those that slept (a voluntary switch) and those only preempted.

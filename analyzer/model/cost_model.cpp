@@ -241,6 +241,7 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   evidence.ends_near_ns = to_ns(static_cast<double>(coincidence.near_ticks()));
   evidence.busy_threads = c.busy_threads;
   evidence.timed = r.timed;
+  evidence.sample_every = r.sample_every;
   evidence.rusage_samples = p2.rusage_samples;
   evidence.rusage_blocked = p2.rusage_blocked;
   evidence.rusage_preempted = p2.rusage_preempted;

@@ -148,7 +148,10 @@ std::string contention_reason(const ContentionVerdict& v) {
     case ContentionReason::OneThread:
       return "only one thread called the allocator: there is nobody to contend with";
     case ContentionReason::NotTimed:
-      return "no call was timed (--sample 0): contention cannot be measured";
+      if (in.sample_every == 0) return "no call was timed (--sample 0): contention cannot be measured";
+      return fmt::format("no call was timed: none fell in a timing window (1/{} of the time is timed), the run "
+                         "is too short: contention cannot be measured",
+                         in.sample_every);
     case ContentionReason::TooFewMet:
       return fmt::format("too few timed calls met another thread inside the allocator ({} allocating calls did, "
                          "of classes with enough calls made alone): threads rarely ran allocator calls at the same "
@@ -225,7 +228,8 @@ std::string contention_advice(const ContentionVerdict& v) {
   if (v.kind != ContentionKind::Unsure) return "";
   switch (v.reason) {
     case ContentionReason::NotTimed:
-      return "record again without --sample 0";
+      return v.inputs.sample_every == 0 ? "record again without --sample 0"
+                                        : "record a longer run, or time every call (--sample 1)";
     case ContentionReason::TooFewMet:
       return "record a longer run, or time more of it (--sample 8, or --sample 1 to time every call), with the "
              "threads allocating at the same time";

@@ -126,6 +126,23 @@ class ShortRun(E2ETestCase):
         self.assertIn("unsure", text)
         self.assertIn("Run too short to judge", text)
 
+    def test_a_run_with_nothing_timed_says_why(self):
+        # Two threads, a few hundred calls: at 1/64 of the time usually no call falls in a window.
+        # The contention verdict then says the run was too short, not that sampling was off; a
+        # count-only run (--sample 0) says that.
+        run = self.record([target("harness-glibc"), "2", "100"], out="tiny.asp")
+        self.assertEqual(run.rc, 0, run.stderr)
+        j = json_of("report", "--json", run.profiles[0])
+        if j["timed_calls"] == 0:
+            self.assertEqual(j["contention"]["verdict"], "unsure")
+            self.assertIn("too short", j["contention"]["reason"])
+            self.assertNotIn("--sample 0", j["contention"]["reason"] + j["contention"]["advice"])
+        counted = self.record([target("harness-glibc"), "2", "100"], sample=0, out="counted.asp")
+        self.assertEqual(counted.rc, 0, counted.stderr)
+        c = json_of("report", "--json", counted.profiles[0])["contention"]
+        self.assertEqual(c["verdict"], "unsure")
+        self.assertIn("--sample 0", c["reason"])
+
     def test_every_call_timed_is_exact(self):
         run = self.record([target("harness-glibc"), "1", "200"], sample=1, out="exact.asp")
         self.assertEqual(run.rc, 0, run.stderr)
