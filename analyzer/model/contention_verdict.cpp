@@ -236,7 +236,8 @@ Decision by_parallel_calls(const ContentionInputs& in) {
   const SlowerMeasure& b = a.by_allocating;
   const SlowerMeasure& r = a.by_running;
   const CoincidenceMeasure& q = in.ends;
-  if (!s.value || !q.value) return Decision{ContentionKind::Unsure, ContentionReason::TooFewMet, 0};
+  if (!s.value) return Decision{ContentionKind::Unsure, ContentionReason::TooFewMet, 0};
+  if (!q.value) return Decision{ContentionKind::Unsure, ContentionReason::TooFewEnds, 0};
   if (s.high() < kDisturbedBelow) return Decision{ContentionKind::Unsure, ContentionReason::Disturbed, 0};
   const double se = std::max(1e-9, s.se);
   const bool awake = in.switches_recorded && in.rusage_blocked == 0 && in.slow_switched >= kMinAwakeSlow &&

@@ -98,6 +98,7 @@ enum class ContentionReason : uint8_t {
   OneThread,          // fewer than two threads made calls
   NotTimed,           // no timed calls (count-only profile)
   TooFewMet,          // too few timed calls met another thread inside
+  TooFewEnds,         // met calls were measured (not clearly slower), but too few ends to tell turns
   TakeTurns,          // calls of different threads never end together: they take turns, across classes
   TurnsWithinClasses, // … within each size class, while calls of different classes end together
   SlowerWithoutTurns, // met calls are slower, yet ends coincide freely: a lock or interference

@@ -161,6 +161,14 @@ std::string contention_reason(const ContentionVerdict& v) {
                                                          "lock or several cannot be told)",
                                                          slept_text(in))
                                            : std::string());
+    case ContentionReason::TooFewEnds:
+      return fmt::format("calls that met another thread inside were not clearly slower than calls made alone ({}), "
+                         "but {}: whether calls of different threads take turns cannot be told{}",
+                         measure_text(a), ends_text(in.ends, in.ends_near_ns),
+                         in.slow_slept > 0 ? fmt::format(", and {} (threads wait for something inside it: one "
+                                                         "lock or several cannot be told)",
+                                                         slept_text(in))
+                                           : std::string());
     case ContentionReason::TakeTurns:
       return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "
                          "makes them do",
@@ -231,6 +239,7 @@ std::string contention_advice(const ContentionVerdict& v) {
       return v.inputs.sample_every == 0 ? "record again without --sample 0"
                                         : "record a longer run, or time every call (--sample 1)";
     case ContentionReason::TooFewMet:
+    case ContentionReason::TooFewEnds:
       return "record a longer run, or time more of it (--sample 8, or --sample 1 to time every call), with the "
              "threads allocating at the same time";
     case ContentionReason::Disturbed:

@@ -319,7 +319,9 @@ TEST(ContentionVerdict, NoneNeedsEndsMeasured) {
   CoincidenceMeasure unmeasured;
   const ContentionVerdict v = judge_contention(inputs({cell(5000, 10, 5000, 10)}, {}, unmeasured));
   EXPECT_EQ(v.kind, ContentionKind::Unsure);
-  EXPECT_EQ(v.reason, ContentionReason::TooFewMet);
+  EXPECT_EQ(v.reason, ContentionReason::TooFewEnds);  // met calls were measured; their ends were not
+  EXPECT_NE(contention_reason(v).find("whether calls of different threads take turns cannot be told"), std::string::npos)
+      << contention_reason(v);
 }
 
 TEST(ContentionVerdict, ParallelAllocationsWithExcludedFreesArePartial) {
