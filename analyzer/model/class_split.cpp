@@ -75,6 +75,16 @@ std::vector<T> apportion(T total, const Weights& weights) {
   return largest_remainder(total, weights);
 }
 
+// `weights` without the parts that got nothing of `parts`: what follows a count (its bytes, its
+// timed calls) goes only where some of the count went.  Unchanged when that would leave nothing.
+Weights only_where(const Weights& weights, const std::vector<uint64_t>& parts) {
+  Weights out = weights;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!parts[i]) out[i] = 0;
+  }
+  return std::any_of(out.begin(), out.end(), [](long double w) { return w > 0; }) ? out : weights;
+}
+
 // Sum of the integers in [lo, hi] as a long double.
 long double range_sum(uint64_t lo, uint64_t hi) {
   return (static_cast<long double>(lo) + static_cast<long double>(hi)) *
@@ -143,11 +153,14 @@ void split_cell(ClassCellMap& out, const CellKey& key, const Cell& cell, const C
   }
 
   const Counters& c = cell.counters;
+  // Calls first; bytes, failures and timed calls only where calls went (apportioned apart, a class
+  // could otherwise get bytes of no call), timed ticks only where timed calls went.
   const auto calls = apportion<uint64_t>(c.calls, by_count);
-  const auto failed = apportion<uint64_t>(c.failed, by_count);
-  const auto timed = apportion<uint64_t>(c.timed, by_count);
-  const auto bytes = apportion<ByteCount>(c.bytes, by_bytes);
-  const auto ticks = apportion<uint64_t>(c.timed_ticks, by_ticks);
+  const Weights with_calls = c.calls ? only_where(by_count, calls) : by_count;
+  const auto failed = apportion<uint64_t>(c.failed, with_calls);
+  const auto timed = apportion<uint64_t>(c.timed, with_calls);
+  const auto bytes = apportion<ByteCount>(c.bytes, c.calls ? only_where(by_bytes, calls) : by_bytes);
+  const auto ticks = apportion<uint64_t>(c.timed_ticks, c.timed ? only_where(by_ticks, timed) : by_ticks);
   std::vector<std::map<uint16_t, uint64_t>> latency(n);
   for (const auto& [bin, count] : cell.latency) {
     const auto it = by_bin.find(bin);

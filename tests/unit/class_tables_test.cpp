@@ -469,6 +469,27 @@ TEST(SplitCells, WithEventsSplitsByTheirExactSizes) {
   EXPECT_EQ(small.counters.max_ticks, 10u);
 }
 
+TEST(SplitCells, NoClassGetsBytesOrTimedCallsWithoutCalls) {
+  // Two calls in bucket 256-319 (glibc chunks 272..320), no events: by overlap, the calls go to
+  // two of the four classes; the bytes and the timed call go only there, never to a class that
+  // got no call (apportioned apart, rounding could leave one a few bytes of no call).
+  const ClassTable& glibc = table_named("glibc");
+  const uint8_t op = static_cast<uint8_t>(Op::Malloc);
+  CellMap cells;
+  cells[CellKey{op, static_cast<uint8_t>(bucket_of(256))}] = make_cell(2, 574, 1, 40, 40, {{7, 1}});
+  const ClassCellMap out = split_cells(cells, glibc);
+  EXPECT_EQ(sum_op(out, op).calls, 2u);
+  EXPECT_EQ(sum_op(out, op).bytes, ByteCount{574});
+  EXPECT_EQ(sum_op(out, op).timed, 1u);
+  for (const auto& [key, cell] : out) {
+    if (cell.counters.calls == 0) {
+      EXPECT_EQ(cell.counters.bytes, ByteCount{0}) << glibc.classes()[key.cls].label;
+      EXPECT_EQ(cell.counters.timed, 0u) << glibc.classes()[key.cls].label;
+      EXPECT_EQ(cell.counters.timed_ticks, 0u) << glibc.classes()[key.cls].label;
+    }
+  }
+}
+
 TEST(SplitCells, ConservesTotalsWithRoundingAndKeepsUnknownSizes) {
   const ClassTable& musl = table_named("musl");
   CellMap cells;
