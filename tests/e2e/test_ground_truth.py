@@ -326,17 +326,20 @@ class MuslAgainstGlibc(RecordedCase):
                 f"{d['wait_delta_ns'] / 1e6:.0f} ms; {d['verdict']}")
 
     def test_waiting_is_the_largest_component(self):
-        # One run's claim: the diff names waiting as the largest part, or says it cannot tell
-        # which part leads (the two largest within the attributed time's bound).
+        # One run's claim: the diff names the lock's cost as the largest part — waiting, or, on a
+        # busy machine where threads are preempted inside the lock's calls rather than asleep,
+        # running beyond the uncontended cost (as report's musl check, test_report.py) — or says it
+        # cannot tell which part leads (the two largest within the attributed time's bound).
         d = self.diff
         dominant = d["verdict"]["dominant"]
-        self.assertIn(dominant, ("waiting", "unsure"), self.describe())
+        self.assertIn(dominant, ("waiting", "slow", "unsure"), self.describe())
         if dominant == "unsure":
             self.assertRegex(d["verdict"]["text"],
                              r"cannot be told|part is unsure|time the threads spent off the CPU outside", self.describe())
             return
-        self.assertGreater(d["wait_delta_ns"], d["fast_delta_ns"], self.describe())
-        self.assertGreater(d["wait_delta_ns"], d["slow_delta_ns"], self.describe())
+        lead, other = (("wait_delta_ns", "slow_delta_ns") if dominant == "waiting" else ("slow_delta_ns", "wait_delta_ns"))
+        self.assertGreater(d[lead], d["fast_delta_ns"], self.describe())
+        self.assertGreater(d[lead], d[other], self.describe())
 
     def test_the_allocator_explains_the_gap(self):
         # Thread time against thread time: eight threads waiting at once count eight times on both

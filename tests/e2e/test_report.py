@@ -34,10 +34,16 @@ class Split(ReportTestCase):
     # verdict itself is tested in test_contention_verdict.py.
     def test_musl_at_eight_threads_is_mostly_waiting(self):
         # Measured on a 2-core VM (8 x 300,000): waiting 58-82 % of allocator time, idle or beside
-        # a CPU hog; musl's lock puts threads to sleep on a futex.
-        # The claim is "waiting dominates", or that the run cannot tell which part does.
+        # a CPU hog; musl's lock puts threads to sleep on a futex.  On a machine busy with two
+        # sanitizer builds, "slow but running" led instead (42 %): threads preempted inside the
+        # lock's calls are slow, not asleep.  The claim is "waiting dominates", or "slow" with the
+        # lock still found (never that threads do not wait for each other), or that the run
+        # cannot tell which part does.
         j = self.report(self.record_harness("harness-musl", 8, 300_000, "musl-8.asp"))
-        self.assertIn(j["verdict"]["dominant"], ("waiting", "unsure"), j["verdict"]["text"])
+        self.assertIn(j["verdict"]["dominant"], ("waiting", "slow", "unsure"), j["verdict"]["text"])
+        if j["verdict"]["dominant"] == "slow":
+            self.assertIn(j["contention"]["verdict"], ("global_lock", "unsure"), j["verdict"]["text"])
+            self.assertNotIn("do not wait for each other", j["verdict"]["text"])
         if j["verdict"]["dominant"] == "waiting":
             self.assertGreaterEqual(j["wait_ns"], max(j["fast_ns"], j["slow_ns"]), j["verdict"]["text"])
             self.assertIn("waiting", j["verdict"]["text"])
