@@ -64,8 +64,12 @@ class Folded(E2ETestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         raw_weights = folded_weights(raw)
         self.assertEqual(sum(raw_weights.values()), total)
+        # Unscaled, a stack weighs only its own calls: less than scaled, where each stands for the
+        # calls it represents.  (How much less depends on the run: every call of 50 µs or more
+        # carries a stack, and on a busy machine preempted calls are many; one such run put 13 %
+        # of the weight under stacks unscaled, a quiet one under 10 %.)
         raw_under = sum(w for stack, w in raw_weights.items() if not stack.startswith("[no stack]"))
-        self.assertLess(raw_under, 0.1 * total)
+        self.assertLess(raw_under, under_frames)
 
         calls_out = os.path.join(self.dir, "calls.folded")
         proc = run("export", trace, "--format", "folded", "--weight", "calls", "-o", calls_out)
