@@ -27,7 +27,10 @@
 //
 // A thread's timed releases of an operation go with its calls, in proportion (their usable sizes
 // name the allocator's slot, not the request, and in a trace they have none): each class's
-// releases cost the thread's mean release of that operation.
+// releases cost the thread's mean release of that operation.  Each class that gets some of them
+// also gets the thread's longest timed release as its `max_ticks`: a bound that caps the latency
+// histogram's top bin, not that class's own longest call (the report's per-class max takes
+// releases from the events, whose sizes say their class: cost_rows.cpp count_display_cells).
 #pragma once
 #include <vector>
 

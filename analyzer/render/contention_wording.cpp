@@ -38,6 +38,13 @@ std::string slept_text(const ContentionInputs& in) {
   return fmt::format("{} of {} sampled calls slept in the kernel", in.rusage_blocked, in.rusage_samples);
 }
 
+// ", though 12 of 80 … slept inside the allocator (…)" when slow calls slept; "" else.
+std::string slept_clause(const ContentionInputs& in, const char* joiner) {
+  if (in.slow_slept == 0) return "";
+  return fmt::format(", {} {} (threads wait for something inside it: one lock or several cannot be told)", joiner,
+                     slept_text(in));
+}
+
 }  // namespace
 
 std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
@@ -156,19 +163,11 @@ std::string contention_reason(const ContentionVerdict& v) {
       return fmt::format("too few timed calls met another thread inside the allocator ({} allocating calls did, "
                          "of classes with enough calls made alone): threads rarely ran allocator calls at the same "
                          "time{}",
-                         a.met,
-                         in.slow_slept > 0 ? fmt::format(", though {} (threads wait for something inside it: one "
-                                                         "lock or several cannot be told)",
-                                                         slept_text(in))
-                                           : std::string());
+                         a.met, slept_clause(in, "though"));
     case ContentionReason::TooFewEnds:
       return fmt::format("calls that met another thread inside were not clearly slower than calls made alone ({}), "
                          "but {}: whether calls of different threads take turns cannot be told{}",
-                         measure_text(a), ends_text(in.ends, in.ends_near_ns),
-                         in.slow_slept > 0 ? fmt::format(", and {} (threads wait for something inside it: one "
-                                                         "lock or several cannot be told)",
-                                                         slept_text(in))
-                                           : std::string());
+                         measure_text(a), ends_text(in.ends, in.ends_near_ns), slept_clause(in, "and"));
     case ContentionReason::TakeTurns:
       return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "
                          "makes them do",
