@@ -21,12 +21,17 @@ std::string measure_text(const ExclusionMeasure& m) {
   return m.slower.value ? "met calls slower " + slower_text(m.slower) : std::string("met calls slower: too few to measure");
 }
 
-// "ends of different threads within 20 ns of each other 0.12 times as often as chance (bounds 0.11–0.13)"
+// "ends of different threads within 20 ns of each other 0.12 times as often as chance (bounds
+// 0.11–0.13, over 31 windows)"
 std::string ends_text(const CoincidenceMeasure& q, double near_ns) {
+  if (q.few_windows)
+    return fmt::format("ends of different threads: too few timing windows where threads ran side by side ({:.1f}) "
+                       "to measure",
+                       q.windows);
   if (!q.value) return "ends of different threads: too few to measure";
   return fmt::format("calls of different threads ended within {:.0f} ns of each other {:.2f} times as often as chance "
-                     "(bounds {:.2f}–{:.2f})",
-                     near_ns, *q.value, std::max(0.0, q.low()), q.high());
+                     "(bounds {:.2f}–{:.2f}, over {:.0f} windows)",
+                     near_ns, *q.value, std::max(0.0, q.low()), q.high(), q.windows);
 }
 
 // "12 of 80 timed calls of 2 µs or more slept inside the allocator"
@@ -59,14 +64,15 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                      fmt::format("calls of different threads that ended within {:.0f} ns of each other, against the "
                                  "number chance predicts from how often their ends fall 0.6–2 µs apart (1: calls run "
                                  "side by side; near 0: one ends, then another — calls take turns, as under one "
-                                 "lock); bounds {:.2f}–{:.2f}",
-                                 in.ends_near_ns, std::max(0.0, in.ends.low()), in.ends.high())});
+                                 "lock); bounds {:.2f}–{:.2f}, from how much {:.0f} timing windows differ",
+                                 in.ends_near_ns, std::max(0.0, in.ends.low()), in.ends.high(), in.ends.windows)});
   }
   if (in.ends_across.value) {
     items.push_back({"ends_coincide_across_classes", *in.ends_across.value,
                      fmt::format("the same for calls of sizes at least twice apart, always of different size "
-                                 "classes (a lock per class leaves them coinciding); bounds {:.2f}–{:.2f}",
-                                 std::max(0.0, in.ends_across.low()), in.ends_across.high())});
+                                 "classes (a lock per class leaves them coinciding); bounds {:.2f}–{:.2f}, over {:.0f} "
+                                 "windows",
+                                 std::max(0.0, in.ends_across.low()), in.ends_across.high(), in.ends_across.windows)});
   }
   if (a.slower.value) {
     items.push_back({"met_slower", *a.slower.value,

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 namespace allocscope {
@@ -140,20 +141,24 @@ TEST(CompletionCoincidence, ALockPerClassOfNeighbouringSizesCountsNoPairApart) {
 }
 
 TEST(CompletionCoincidence, ALongWindowIsMeasuredBeyondItsFirstEnds) {
-  // Every call timed: one window of 2 M ticks, one thread alone for its first 5000 ends, then two
-  // independent threads.  Slices spread over the window find the pairs.
+  // Every call timed: windows of 2 M ticks, one thread alone for its first 5000 ends, then two
+  // independent threads.  Slices spread over each window find the pairs.
   CoincidenceTally t(kStep, 52);
   std::mt19937_64 rng(5);
   std::exponential_distribution<double> gap(1.0 / 200);
   std::vector<CallEnd> ends;
-  const uint64_t lo = 0, hi = uint64_t{1} << 21;
-  double at = 0;
-  for (int i = 0; i < 5000; ++i) ends.push_back(CallEnd{static_cast<uint64_t>(at += gap(rng)), 0, 0});
-  for (uint32_t th = 0; th < 2; ++th) at_random(ends, rng, 1.0 / 200, static_cast<uint64_t>(at), hi, th, 0, th);
-  t.add_window(ends, lo, hi);
+  for (uint64_t w = 0; w < 12; ++w) {
+    ends.clear();
+    const uint64_t lo = w << 22, hi = lo + (uint64_t{1} << 21);
+    double at = static_cast<double>(lo);
+    for (int i = 0; i < 5000; ++i) ends.push_back(CallEnd{static_cast<uint64_t>(at += gap(rng)), 0, 0});
+    for (uint32_t th = 0; th < 2; ++th) at_random(ends, rng, 1.0 / 200, static_cast<uint64_t>(at), hi, th, 0, th);
+    t.add_window(ends, lo, hi);
+  }
   const CoincidenceMeasure m = t.all();
   ASSERT_TRUE(m.value);
   EXPECT_NEAR(*m.value, 1.0, 0.15);
+  EXPECT_NEAR(m.windows, 12.0, 1.0);
 }
 
 TEST(CompletionCoincidence, FewPairsMeasureNothing) {
@@ -175,6 +180,55 @@ TEST(CompletionCoincidence, ClockStepIsTheSmallestCommonDuration) {
   EXPECT_EQ(clock_step_of(counts, 1000), 26u);
   std::vector<uint64_t> none(3, 0);
   EXPECT_EQ(clock_step_of(none, 0), 1u);
+}
+
+// Appends the ends of two threads running the same loop side by side from lo to hi: each ends a
+// call every `period` ticks, thread 1 `offset` ticks after thread 0; the offset wanders by a tick
+// or two a call, so the threads stay in step for a stretch of calls, as loops running on two CPUs do.
+void lockstep(std::vector<CallEnd>& ends, std::mt19937_64& rng, uint64_t lo, uint64_t hi, uint64_t period,
+              uint64_t offset) {
+  std::uniform_int_distribution<int> wander(-2, 2);
+  double drift = static_cast<double>(offset);
+  for (uint64_t at = lo; at + 2 * period < hi; at += period) {
+    drift += wander(rng);
+    const uint64_t b = at + static_cast<uint64_t>(std::fmod(std::fmod(drift, static_cast<double>(period)) + period, period));
+    ends.push_back(CallEnd{at, 0, 5});
+    ends.push_back(CallEnd{b, 1, 5});
+  }
+}
+
+TEST(CompletionCoincidence, OneWindowOfLoopsInStepIsTooFewToTell) {
+  // Two threads in step, one 90 ticks behind the other, in one window: few pairs of ends are ever
+  // near, yet no lock is there.  Pairs of one window are not independent: the measure must not
+  // read them as thousands of chances.
+  std::mt19937_64 rng(5);
+  const CoincidenceTally t = tally_windows(1, [&](std::vector<CallEnd>& ends, uint64_t lo, uint64_t hi) {
+    lockstep(ends, rng, lo, hi, 200, 90);
+  });
+  EXPECT_GT(t.all().far_pairs, 4000u);
+  EXPECT_FALSE(t.all().value);
+  EXPECT_LT(t.all().windows, 1.5);
+}
+
+TEST(CompletionCoincidence, LoopsInStepAtRandomOffsetsDoNotLookLikeALock) {
+  // The same loops over twelve windows, each starting at a new offset: Q's bounds come from how
+  // much the windows differ.  With the spread of Poisson counts alone, the bounds of 16 of these
+  // 40 runs excluded 1, and 2 read a hole as deep as one lock's (upper bound below 0.5).
+  int measured = 0, below = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<uint64_t> offset(0, 199);
+    const CoincidenceTally t = tally_windows(12, [&](std::vector<CallEnd>& ends, uint64_t lo, uint64_t hi) {
+      lockstep(ends, rng, lo, hi, 200, offset(rng));
+    });
+    const CoincidenceMeasure m = t.all();
+    if (!m.value) continue;
+    ++measured;
+    EXPECT_GE(m.high(), 0.5) << seed << ": " << *m.value << " ± " << m.se;
+    below += m.high() < 1.0;
+  }
+  EXPECT_GT(measured, 30);
+  EXPECT_LE(below, 3);
 }
 
 }  // namespace
