@@ -156,6 +156,7 @@ void call_unwound(Op o, uint64_t size) {
     Counter& c = s->counters[op_index(o)][bucket_of(size)];
     bump(c.failed, 1);
     bump(c.bytes, 0 - size);
+    s->h.inside_since.store(0, std::memory_order_relaxed);  // the timed call, if it was one, is over
   }
   t.cpu_sampled = 0;
   set_gate(t, 1, 0);  // decide on timing at the next call

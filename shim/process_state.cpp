@@ -123,6 +123,11 @@ void configure_sampling(const format::Calibration& c) {
   // follows a gap; 0.2 % of the run with the default windows; measured 0.04-0.06 %: docs/analysis.md);
   // not in trace mode, whose records have no room for them.
   s.switch_ticks = !g_trace && s.sample_every >= 1 ? c.tick_hz * format::kSwitchSlowNs / 1000000000 : 0;
+  // Where threads inside long calls wait (peer_waits.h): a look costs a few microseconds (three
+  // system calls) and is taken at most once per kPeerLookGapNs of a thread's timed time, and only
+  // when another thread has been inside a timed call for 2 µs.  Off with ALLOCSCOPE_PEERS=0.
+  s.look_gap = s.switch_ticks && env_uint("ALLOCSCOPE_PEERS", 1) != 0
+                   ? c.tick_hz * format::kPeerLookGapNs / 1000000000 : 0;
 }
 
 // Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.
@@ -300,7 +305,8 @@ bool write_calibration_chunk() {
   c.mode_flags = (g_trace ? format::kModeTrace : 0) |
                  (g_sampling.stack_every ? format::kModeStacks : 0) | format::kModeWindowPhase |
                  format::kModeCxxOperators | (g_lock_waits ? format::kModeLocks : 0) |
-                 (g_sampling.switch_ticks ? format::kModeSwitches : 0) | format::kModeNoticeBounded;
+                 (g_sampling.switch_ticks ? format::kModeSwitches : 0) | format::kModeNoticeBounded |
+                 (g_sampling.look_gap ? format::kModePeerWaits : 0);
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(

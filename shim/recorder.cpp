@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "allocscope/window_phase.h"
+#include "peer_waits.h"
 #include "process_state.h"
 #include "slot_registry.h"
 #include "stack_walk.h"
@@ -254,7 +255,9 @@ Timing timing_decision(Slot* s) {
     t.timing = 1;  // until next_close, the end of the window in_window found
   }
   t.countdown = 1;  // decide again on the next call
-  return Timing{maybe_sample_cpu(t, c, now), true};
+  const uint64_t t0 = maybe_sample_cpu(t, c, now);
+  s->h.inside_since.store(t0, std::memory_order_relaxed);  // for other threads' looks (peer_waits.h)
+  return Timing{t0, true};
 }
 
 void find_next_window(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
@@ -289,6 +292,7 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
   const unsigned op = call.op, bucket = call.bucket;
   const uint64_t size = call.size;
   const bool failed = call.failed;
+  s->h.inside_since.store(0, std::memory_order_relaxed);
   format::Event e{};
   format::Rusage ru1;
   bool read = false;
@@ -338,6 +342,7 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
   e.stack_id = stack;
   if (!s->h.ring.push(e)) bump(s->h.events_dropped, 1);
   store_shared(s->h.last_tick, t1);
+  if (g_sampling.look_gap) look_at_peers(s, t1);
   if (t1 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval) {
     flush_in_place(s);
   } else if (s->h.ring.size() >= kRingEvents) {

@@ -51,6 +51,7 @@ struct alignas(64) ThreadCtx {
   uint64_t sw_nvcsw, sw_nivcsw;
   uint64_t sw_end;        // the tick they stand for
   uint32_t sw_valid;
+  uint64_t next_look;     // the thread looks at other threads again from this tick (peer_waits.h)
 };
 
 static_assert(offsetof(ThreadCtx, next_close) + sizeof(uint64_t) <= 64, "the hot fields in one line");
@@ -78,6 +79,7 @@ struct SamplingConfig {
   uint32_t stack_every;        // a stack on 1 timed call in this many (0: no stacks)
   uint64_t stack_slow_ticks;   // and on every timed call at least this slow
   uint64_t switch_ticks;       // a timed call this slow gets its context switches (kEvSwitches); 0: none
+  uint64_t look_gap;           // ticks between a thread's looks at other threads (peer_waits.h); 0: none
 };
 extern SamplingConfig g_sampling;
 inline constexpr bool& g_exact_free_sizes = g_forwarding.exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1

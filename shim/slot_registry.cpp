@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "lock_waits.h"
+#include "peer_waits.h"
 #include "process_state.h"
 #include "recorder.h"
 #include "stack_walk.h"
@@ -51,6 +52,9 @@ void start_slot(Slot* s, int tid) {
   h.stacks.next_id = h.stacks.countdown = h.stacks.flushed = 0;  // the table itself was madvised
   h.stacks.published.store(0, std::memory_order_relaxed);
   h.stacks.stack_lo = h.stacks.stack_hi = h.stacks.dropped = 0;
+  h.inside_since.store(0, std::memory_order_relaxed);
+  h.peer_count.store(0, std::memory_order_relaxed);
+  h.peer_flushed = 0;
   h.state.store(kSlotOwned, std::memory_order_release);
   const uint32_t live = g_ps->live_threads.fetch_add(1, std::memory_order_relaxed) + 1;
   uint32_t max = g_ps->max_live_threads.load(std::memory_order_relaxed);
@@ -262,7 +266,8 @@ Slot* acquire_slot() {
           continue;
         }
         const bool unflushed = count_calls(s) != load_shared(s->h.calls_at_flush) ||
-                               s->h.ring.size() > 0 || trace_pending(s) || lock_waits_pending(s);
+                               s->h.ring.size() > 0 || trace_pending(s) || lock_waits_pending(s) ||
+                               peer_waits_pending(s);
         if (unflushed && !flush_held(s, format::ThreadState::Exited) &&
             g_ps->mode.load(std::memory_order_acquire) == kModeInitialising) {
           // The profile is not open yet: keep the dead thread's counts for a later flush.
@@ -294,7 +299,7 @@ bool flush_held(Slot* s, format::ThreadState state) {
     if (owner) read_thread_rusage(s->h.rusage);  // getrusage only sees the caller
     const uint64_t calls = count_calls(s);
     ok = write_pending_stacks(s) && write_events(s) && write_trace(s, owner) &&
-         write_stats(s, state) && write_lock_waits(s);
+         write_stats(s, state) && write_lock_waits(s) && write_peer_waits(s);
     if (ok && owner && (g_sampling.stack_every || lock_stacks_wanted())) write_modules_if_changed();
     store_shared(s->h.calls_at_flush, calls);
     store_shared(s->h.last_flush_tick, ticks());
@@ -340,11 +345,31 @@ void flush_all_slots(format::ThreadState state) {
     const uint32_t st = s->h.state.load(std::memory_order_acquire);
     const bool pending = count_calls(s) != load_shared(s->h.calls_at_flush) ||
                          s->h.ring.size() > 0 || trace_pending(s) || load_shared(s->h.seq) == 0 ||
-                         lock_waits_pending(s);
+                         lock_waits_pending(s) || peer_waits_pending(s);
     if ((st == kSlotOwned || st == kSlotExited) && pending)
       flush_held(s, st == kSlotOwned ? state : format::ThreadState::Exited);
     s->h.flushing.store(0, std::memory_order_release);
   }
+}
+
+Slot* peer_inside(const Slot* self, uint64_t before, uint64_t pick, uint64_t* since) {
+  Slot* chosen = nullptr;
+  uint64_t seen = 0;
+  const uint32_t n = slot_count();
+  for (uint32_t i = 0; i < n; i++) {
+    Slot* s = g_slots[i].load(std::memory_order_acquire);
+    if (!s || s == self || s->h.state.load(std::memory_order_acquire) != kSlotOwned) continue;
+    const uint64_t at = s->h.inside_since.load(std::memory_order_relaxed);
+    if (at == 0 || at >= before) continue;
+    // Reservoir sampling of one: the k-th candidate replaces the choice with probability 1/k.
+    ++seen;
+    pick = pick * 6364136223846793005ull + 1442695040888963407ull;
+    if ((pick >> 33) % seen == 0) {
+      chosen = s;
+      *since = at;
+    }
+  }
+  return chosen;
 }
 
 uint64_t total_events_dropped() {

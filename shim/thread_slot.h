@@ -40,6 +40,7 @@ constexpr unsigned kRingEvents = 4096;      // timed-call events buffered per th
 constexpr size_t kOutBuffer = 64 * 1024;    // one chunk is built here before its write(2)
 constexpr size_t kSlotHeaderSize = 4096;
 constexpr size_t kTraceBuffer = kOutBuffer - 256;  // encoded trace records, one chunk's worth
+constexpr unsigned kPeerWaits = 1024;       // PeerWait records kept per thread (then no more looks)
 
 // Stacks: a per-thread table (open addressing on the stack's hash) hands out ids and is emptied
 // when it fills (stack_walk.cpp); new stacks are queued as (StackRecord, frames) in
@@ -87,6 +88,10 @@ struct SlotHeader {
   Ring<format::Event> ring;
   TraceState trace;
   StackState stacks;
+  // The start tick of the timed call in progress (0: none), for other threads to look at.
+  alignas(64) std::atomic<uint64_t> inside_since;
+  std::atomic<uint32_t> peer_count;  // PeerWait records appended by the owner (peer_waits.h)
+  uint32_t peer_flushed;             // of which written, by the holder of `flushing`
 };
 static_assert(sizeof(SlotHeader) <= kSlotHeaderSize);
 
@@ -101,6 +106,7 @@ struct Slot {
   StackEntry stack_table[kStackTableSize];
   alignas(64) unsigned char pending_stacks[kPendingStacks];
   alignas(64) LockTable locks;   // contended lock waits (lock_waits.cpp)
+  format::PeerWait peer_waits[kPeerWaits];  // what this thread saw others do (peer_waits.cpp)
 };
 
 constexpr size_t kSlotBytes = (sizeof(Slot) + 4095) & ~size_t{4095};

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "model/completion_coincidence.h"
+#include "model/peer_waits.h"
 #include "model/sleep_pairs.h"
 #include "util/fine_histogram.h"
 
@@ -112,6 +113,7 @@ enum class ContentionReason : uint8_t {
   SleepsAcrossSizes,  // calls slept behind calls of sizes twice apart, joining most sizes and every thread: one lock
   SleepWhenMet,       // met calls are slower, also beside sizes twice apart, and slow calls sleep inside: a sleeping
                       // lock, one for all classes or one per class (unsure)
+  SleepersOnOneWord,  // calls seen asleep inside, of most threads and sizes twice apart, waited on one futex word
 };
 
 struct ContentionInputs {
@@ -127,6 +129,7 @@ struct ContentionInputs {
   uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;
   bool switches_recorded = false;         // every slow timed call's switches were read (format.h kModeSwitches)
   SleepPairsMeasure sleep_pairs;          // whom the calls that slept waited behind (sleep_pairs.h)
+  PeerWaitMeasure peers;                  // where calls asleep inside waited (peer_waits.h)
   uint32_t cpus = 0;                      // CPUs the process may run on (0: not recorded)
   uint32_t max_live_threads = 0;
   double wall_seconds = 0;

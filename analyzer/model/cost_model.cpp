@@ -175,6 +175,7 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
         p2.slow_preempted += e.nvcsw == 0 && e.nivcsw > 0;
         slept[i] = e.nvcsw > 0;
       }
+      if (!p2.peers.empty()) p2.peers.add_call(it.thread, e);
       if (it.inside >= 0) {
         ends.push_back(CallEnd{e.start_tick + e.duration_ticks, it.thread,
                                call_size_group(e)});
@@ -243,6 +244,7 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   evidence.timed = r.timed;
   evidence.sample_every = r.sample_every;
   evidence.rusage_samples = p2.rusage_samples;
+  evidence.peers = p2.peers.measure();
   evidence.rusage_blocked = p2.rusage_blocked;
   evidence.rusage_preempted = p2.rusage_preempted;
   evidence.slow_switched = p2.slow_switched;
@@ -298,6 +300,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   for (const auto& t : profile.threads) phi.push_back(fallback_blocked(t, model, notes.fallback_blocked_calls));
 
   Pass2 p2;
+  p2.peers.expect(profile.peer_waits, (profile.mode_flags() & format::kModePeerWaits) != 0);
   TimelineBuilder timeline(profile, sweep_config);
   // Whether calls of different threads end at the same moments (completion_coincidence.h).
   CoincidenceTally coincidence(clock_step_of(p1.raw.counts(), p1.raw.total()),

@@ -26,6 +26,7 @@
 #include "model/contention_verdict.h"
 #include "model/cost_model.h"
 #include "model/release_classes.h"
+#include "model/peer_waits.h"
 #include "model/sleep_pairs.h"
 #include "model/timeline.h"
 #include "model/window_clusters.h"
@@ -139,6 +140,7 @@ struct Pass2 {
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;
   uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;  // slow calls with known switches
   SleepPairsMeasure sleep_pairs;  // whom the calls that slept waited behind (sleep_pairs.h)
+  PeerWaitTally peers;            // where calls asleep inside waited (peer_waits.h)
   SweepTotals sweep;
 };
 

@@ -353,6 +353,31 @@ LockWaitsRecord decode_lock_waits(PayloadCursor& in) {
   return rec;
 }
 
+PeerWaitsRecord decode_peer_waits(PayloadCursor& in) {
+  PeerWaitsRecord rec;
+  const uint64_t at = in.offset();
+  rec.header = in.take<format::PeerWaitsHeader>("PeerWaitsHeader");
+  if (rec.header.count > in.remaining() / sizeof(format::PeerWait)) {
+    in.fail_at(at, fmt::format("PeerWaits: {} records cannot fit in the {} bytes that follow", rec.header.count,
+                               in.remaining()));
+  }
+  const uint64_t rows_at = in.offset();
+  rec.waits = in.take_array<format::PeerWait>(rec.header.count, "PeerWaits records");
+  for (size_t i = 0; i < rec.waits.size(); ++i) {
+    const format::PeerWait& w = rec.waits[i];
+    const uint64_t row_at = rows_at + i * sizeof(format::PeerWait);
+    if (w.peer_start_tick > w.tick)
+      in.fail_at(row_at, fmt::format("peer wait {}: the peer's call starts at tick {}, after the look at {}", i,
+                                     w.peer_start_tick, w.tick));
+    if (w.peer_serial == rec.header.thread_serial)
+      in.fail_at(row_at, fmt::format("peer wait {}: thread {} looked at itself", i, w.peer_serial));
+    if (w.syscall < format::kPeerRunning)
+      in.fail_at(row_at, fmt::format("peer wait {}: unknown state {}", i, w.syscall));
+  }
+  in.expect_end("PeerWaits");
+  return rec;
+}
+
 }  // namespace
 
 ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, const std::string& file,
@@ -369,6 +394,7 @@ ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, co
     case ChunkType::Stacks: return decode_stacks(in);
     case ChunkType::Modules: return decode_modules(in);
     case ChunkType::LockWaits: return decode_lock_waits(in);
+    case ChunkType::PeerWaits: return decode_peer_waits(in);
   }
   in.fail(fmt::format("cannot decode chunk {}", chunk_type_name(type)));
 }

@@ -85,9 +85,15 @@ struct LockWaitsRecord {
   std::vector<format::LockWaitRow> rows;
 };
 
+// What one thread saw other threads do inside long timed calls (format.h PeerWaits).
+struct PeerWaitsRecord {
+  format::PeerWaitsHeader header{};
+  std::vector<format::PeerWait> waits;
+};
+
 using ChunkBody = std::variant<ProcessRecord, format::Calibration, ThreadStatsRecord, EventsRecord,
                                format::ProcessEnd, NoteRecord, TraceEventsRecord, StacksRecord,
-                               ModulesRecord, LockWaitsRecord>;
+                               ModulesRecord, LockWaitsRecord, PeerWaitsRecord>;
 
 struct Chunk {
   uint64_t offset = 0;  // file offset of the chunk header

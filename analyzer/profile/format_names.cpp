@@ -18,13 +18,14 @@ std::string chunk_type_name(uint16_t type) {
     case ChunkType::Stacks: return "Stacks";
     case ChunkType::Modules: return "Modules";
     case ChunkType::LockWaits: return "LockWaits";
+    case ChunkType::PeerWaits: return "PeerWaits";
   }
   return fmt::format("type {}", type);
 }
 
 bool is_known_chunk_type(uint16_t type) {
   return type >= static_cast<uint16_t>(ChunkType::Process) &&
-         type <= static_cast<uint16_t>(ChunkType::LockWaits);
+         type <= static_cast<uint16_t>(ChunkType::PeerWaits);
 }
 
 std::string libc_name(uint8_t libc) {

@@ -141,6 +141,10 @@ class ProfileBuilder {
     if (!inserted && locks.header.seq >= it->second.header.seq) it->second = locks;
   }
 
+  void apply(const PeerWaitsRecord& peers) {
+    for (const format::PeerWait& w : peers.waits) profile_.peer_waits.push_back({peers.header.thread_serial, w});
+  }
+
   void apply(const ModulesRecord& modules) {
     for (const ModuleEntry& entry : modules.modules) profile_.modules.add(entry);
   }

@@ -65,6 +65,12 @@ struct Profile {
   // are cumulative); the last in file order among equal seqs.
   std::map<uint32_t, LockWaitsRecord> lock_waits;
   ModuleMap modules;   // Modules chunks
+  // PeerWaits chunks: every record, with the serial of the thread that looked, in file order.
+  struct PeerLook {
+    uint32_t observer;
+    format::PeerWait wait;
+  };
+  std::vector<PeerLook> peer_waits;
 
   TickClock clock;  // ticks -> ns for this profile
 

@@ -67,6 +67,15 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  "lock); bounds {:.2f}–{:.2f}, from how much {:.0f} timing windows differ",
                                  in.ends_near_ns, std::max(0.0, in.ends.low()), in.ends.high(), in.ends.windows)});
   }
+  if (in.peers.futex_waits > 0) {
+    items.push_back({"sleepers_on_one_word", in.peers.top_share(),
+                     fmt::format("of the {} calls another thread saw asleep inside the allocator in a futex wait ({} "
+                                 "looks at threads inside calls of 2 µs or more), the share that waited on the word "
+                                 "most waited on ({} words in all); its allocating calls came from {} threads, sizes "
+                                 "{}–{} B (1, from every thread and size: one lock for all)",
+                                 in.peers.futex_waits, in.peers.looks, in.peers.words, in.peers.top_threads,
+                                 in.peers.top_min_size, in.peers.top_max_size)});
+  }
   if (in.ends_across.value) {
     items.push_back({"ends_coincide_across_classes", *in.ends_across.value,
                      fmt::format("the same for calls of sizes at least twice apart, always of different size "
@@ -174,6 +183,12 @@ std::string contention_reason(const ContentionVerdict& v) {
       return fmt::format("calls that met another thread inside were not clearly slower than calls made alone ({}), "
                          "but {}: whether calls of different threads take turns cannot be told{}",
                          measure_text(a), ends_text(in.ends, in.ends_near_ns), slept_clause(in, "and"));
+    case ContentionReason::SleepersOnOneWord:
+      return fmt::format("calls asleep inside the allocator wait on one lock: {} of the {} calls seen asleep in a "
+                         "futex wait waited on one word, among them allocating calls of {} threads and of sizes from "
+                         "{} to {} bytes{}; one lock serves every thread and size class",
+                         in.peers.top_waits, in.peers.futex_waits, in.peers.top_threads, in.peers.top_min_size,
+                         in.peers.top_max_size, slept_clause(in, "and"));
     case ContentionReason::TakeTurns:
       return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "
                          "makes them do",

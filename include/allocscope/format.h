@@ -27,6 +27,8 @@
 //   Modules      the loaded objects and their addresses: see ModulesHeader.
 //   LockWaits    (lock tracing) one thread's contended waits on the program's own pthread locks,
 //                per (lock, call site): see LockWaitsHeader.  Cumulative like ThreadStats.
+//   PeerWaits    what one thread found other threads doing inside long timed calls: see
+//                PeerWaitsHeader.  Each chunk holds new records only.
 //
 // Times are in ticks of the clock named by Calibration::clock (TSC or CLOCK_MONOTONIC ns);
 // tick_hz converts them.  Pairs (tick, mono_ns) in several chunks let a reader refine tick_hz.
@@ -63,6 +65,7 @@ enum class ChunkType : uint16_t {
   Stacks = 8,
   Modules = 9,
   LockWaits = 10,
+  PeerWaits = 11,
 };
 
 struct ChunkHeader {
@@ -119,6 +122,9 @@ constexpr uint64_t kModeSwitches = 1u << 5;
 // flag (profiles written before), the gap could reach window/8 (more than kWindowTrimNs with
 // --sample 12 or fewer), and the analyzer trims that much more.
 constexpr uint64_t kModeNoticeBounded = 1u << 6;
+// The shim looked at threads inside long timed calls (PeerWaits chunks): without the flag, a
+// profile says nothing of where waiting threads waited.
+constexpr uint64_t kModePeerWaits = 1u << 7;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -335,6 +341,31 @@ struct LockWaitRow {
   uint16_t timeouts;    // timed variants that gave up (saturated)
 };
 static_assert(sizeof(LockWaitRow) == 48);
+
+// --- peer waits ------------------------------------------------------------------------------
+// PeerWaits: PeerWaitsHeader, then `count` x PeerWait.  With kModePeerWaits, a thread that ends a
+// timed call now and then (at most once per kPeerLookGapNs of its time) looks for another thread
+// that has been inside a timed call for at least kSwitchSlowNs, and reads what that thread is
+// doing from the kernel (/proc/self/task/TID/syscall): the system call it sleeps in and its first
+// two arguments — for a futex wait, the address of the word it waits on and the operation.  The
+// call it was inside is the peer's Event with start_tick == peer_start_tick.  Nothing is recorded
+// if the peer left that call while it was read.
+constexpr uint64_t kPeerLookGapNs = 100000;
+constexpr int32_t kPeerInUserSpace = -1;  // not in a system call: preempted in user space
+constexpr int32_t kPeerRunning = -2;      // on a CPU: the kernel does not say more
+struct PeerWaitsHeader {
+  uint32_t thread_serial;  // the observer
+  uint32_t count;
+};
+static_assert(sizeof(PeerWaitsHeader) == 8);
+struct PeerWait {
+  uint64_t tick;             // when the observer looked
+  uint64_t peer_start_tick;  // the start of the peer's timed call
+  uint32_t peer_serial;
+  int32_t syscall;           // the kernel's number of the system call, or kPeerInUserSpace / kPeerRunning
+  uint64_t arg0, arg1;       // its first two arguments
+};
+static_assert(sizeof(PeerWait) == 40);
 
 enum class ExitKind : uint32_t { Exit = 1, UnderscoreExit = 2, Exec = 3, Explicit = 4 };
 

@@ -460,5 +460,64 @@ TEST(ContentionVerdict, SleepPairsNeedCallsThatSleep) {
   EXPECT_EQ(judge_contention(in).kind, ContentionKind::Unsure);
 }
 
+
+// A run whose slow calls sleep inside the allocator (30 of 100), met calls slower without turns,
+// with `p` as where the sleepers were seen waiting, among `busy` threads.
+ContentionVerdict judge_words(const PeerWaitMeasure& p, uint32_t busy) {
+  ContentionInputs in = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  in.slow_switched = 100;
+  in.slow_slept = 30;
+  in.busy_threads = busy;
+  in.peers = p;
+  return judge_contention(in);
+}
+
+// 40 sleepers seen, `on_top` of them on one word, from `threads` threads' allocating calls of 16 B to 1 KiB.
+PeerWaitMeasure sleepers(uint64_t on_top, uint32_t threads) {
+  PeerWaitMeasure p;
+  p.recorded = true;
+  p.looks = 200;
+  p.futex_waits = 40;
+  p.words = on_top == 40 ? 1 : 3;
+  p.top_waits = on_top;
+  p.top_threads = threads;
+  p.top_allocating = 30;
+  p.top_min_size = 16;
+  p.top_max_size = 1024;
+  p.top_sizes_apart = true;
+  return p;
+}
+
+TEST(ContentionVerdict, SleepersOfEveryThreadOnOneWordAreOneLock) {
+  const ContentionVerdict v = judge_words(sleepers(40, 5), 8);
+  EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(v.reason, ContentionReason::SleepersOnOneWord);
+  EXPECT_GT(v.confidence, 0.9);
+  EXPECT_NE(contention_reason(v).find("40 of the 40 calls seen asleep"), std::string::npos);
+  bool shown = false;
+  for (const EvidenceItem& e : contention_evidence(v)) shown = shown || (e.kind == "sleepers_on_one_word" && e.value == 1.0);
+  EXPECT_TRUE(shown);
+}
+
+TEST(ContentionVerdict, SleepersOnSeveralWordsOrOfFewThreadsAreNotOneLock) {
+  // Several words (a lock per class or arena), or one word shared by two threads of sixteen (two
+  // threads on one glibc arena), or one size only, or sleepers while slow calls do not sleep.
+  EXPECT_NE(judge_words(sleepers(30, 5), 8).kind, ContentionKind::GlobalLock);
+  EXPECT_NE(judge_words(sleepers(40, 2), 16).kind, ContentionKind::GlobalLock);
+  PeerWaitMeasure one_size = sleepers(40, 5);
+  one_size.top_sizes_apart = false;
+  EXPECT_NE(judge_words(one_size, 8).kind, ContentionKind::GlobalLock);
+  PeerWaitMeasure few = sleepers(40, 5);
+  few.futex_waits = few.top_waits = 9;
+  EXPECT_NE(judge_words(few, 8).kind, ContentionKind::GlobalLock);
+  ContentionInputs awake = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  awake.busy_threads = 8;
+  awake.slow_switched = 100;
+  awake.peers = sleepers(40, 5);
+  EXPECT_NE(judge_contention(awake).kind, ContentionKind::GlobalLock);
+  // Two threads, both asleep on one word: one lock for the two.
+  EXPECT_EQ(judge_words(sleepers(40, 2), 2).kind, ContentionKind::GlobalLock);
+}
+
 }  // namespace
 }  // namespace allocscope

@@ -1,0 +1,62 @@
+// peer_waits.h — where calls asleep inside the allocator waited (format.h PeerWaits).
+//
+// The shim's threads now and then read what another thread, inside a timed call for 2 µs or
+// more, is doing (shim/peer_waits.h): asleep in a futex wait, with the address of the word; in
+// another system call; preempted; or running.  Each record is joined here to the peer's timed call
+// (its Event, by thread and start tick) for the call's kind and size.  One lock that every call
+// takes makes every sleeping waiter wait on one word — whatever its thread and size; a lock per
+// size class or per arena spreads them over several words, and an allocator without locks leaves
+// none asleep.  The measure: the word most waited on, its share of the futex waits, and how many
+// threads and which sizes its waiting *allocating* calls came from.
+#pragma once
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "allocscope/format.h"
+#include "profile/profile.h"
+
+namespace allocscope {
+
+struct PeerWaitMeasure {
+  bool recorded = false;     // the profile has looks (format.h kModePeerWaits)
+  uint64_t looks = 0;        // looks joined to a timed call
+  uint64_t futex_waits = 0;  // of which asleep in a futex wait
+  uint64_t running = 0;      // on a CPU or waiting for one (the kernel does not tell them apart)
+  uint64_t preempted = 0;    // stopped in user space
+  uint64_t other_syscalls = 0;
+  uint64_t words = 0;        // distinct futex words waited on
+  uint64_t top_waits = 0;    // futex waits on the word most waited on
+  uint32_t top_threads = 0;  // distinct threads whose allocating calls waited on it
+  uint32_t top_allocating = 0;             // its waits in allocating calls of known size
+  uint64_t top_min_size = 0, top_max_size = 0;  // their smallest and largest request
+  bool top_sizes_apart = false;            // two of them at least twice apart (completion_coincidence.h sizes_apart)
+  double top_share() const { return futex_waits ? static_cast<double>(top_waits) / static_cast<double>(futex_waits) : 0; }
+};
+
+class PeerWaitTally {
+ public:
+  // The profile's looks, to be joined to the timed calls given to add_call.
+  void expect(const std::vector<Profile::PeerLook>& looks, bool recorded);
+  bool empty() const { return pending_.empty(); }
+  // A timed call of thread `serial`: joins the looks at it.
+  void add_call(uint32_t serial, const format::Event& e);
+  PeerWaitMeasure measure() const;
+
+ private:
+  struct Joined {
+    format::PeerWait wait;
+    uint32_t serial;
+    bool allocating;
+    bool sized;
+    uint64_t size;
+  };
+  std::unordered_multimap<uint64_t, format::PeerWait> pending_;  // by (serial, start tick)
+  std::vector<Joined> joined_;
+  bool recorded_ = false;
+};
+
+// A futex operation that sleeps until the word changes or a lock is handed over.
+bool is_futex_wait(int32_t syscall, uint64_t op);
+
+}  // namespace allocscope
