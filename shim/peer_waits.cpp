@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "process_state.h"
@@ -14,7 +15,7 @@ namespace allocscope {
 namespace {
 
 // Set when /proc cannot be read at all (not mounted, or denied): looking stops for good.
-bool g_unreadable = false;
+std::atomic<bool> g_unreadable{false};
 
 // "/proc/self/task/<tid>/syscall" into `buf` (at least 48 bytes).
 void syscall_path(char* buf, uint32_t tid) {
@@ -63,7 +64,7 @@ bool read_peer(uint32_t tid, format::PeerWait* w) {
   syscall_path(path, tid);
   const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
   if (sys::failed(fd)) {
-    if (fd != -2 && fd != -3) g_unreadable = true;  // not ENOENT or ESRCH (the thread just left)
+    if (fd != -2 && fd != -3) g_unreadable.store(true, std::memory_order_relaxed);  // not ENOENT or ESRCH (the thread just left)
     return false;
   }
   char buf[160];
@@ -94,7 +95,7 @@ bool read_peer(uint32_t tid, format::PeerWait* w) {
 void look_at_peers(Slot* self, uint64_t now) {
   ThreadCtx& t = t_ctx;
   const SamplingConfig& c = g_sampling;
-  if (now < t.next_look || c.look_gap == 0 || g_unreadable) return;
+  if (now < t.next_look || c.look_gap == 0 || g_unreadable.load(std::memory_order_relaxed)) return;
   t.next_look = now + c.look_gap;
   const uint32_t count = self->h.peer_count.load(std::memory_order_relaxed);
   if (count >= kPeerWaits) return;
@@ -102,13 +103,13 @@ void look_at_peers(Slot* self, uint64_t now) {
   Slot* peer = peer_inside(self, now - c.switch_ticks, now ^ self->h.serial, &since);
   if (!peer) return;
   format::PeerWait w{};
-  w.peer_serial = peer->h.serial;
+  w.peer_serial = load_shared(peer->h.serial);
   w.peer_start_tick = since;
-  const uint32_t tid = peer->h.tid;
+  const uint32_t tid = load_shared(peer->h.tid);
   const bool read = read_peer(tid, &w);
   // The peer may have left that call while the file was read: then the reading is of something else.
   if (!read || peer->h.inside_since.load(std::memory_order_relaxed) != since ||
-      peer->h.state.load(std::memory_order_acquire) != kSlotOwned || peer->h.serial != w.peer_serial)
+      peer->h.state.load(std::memory_order_acquire) != kSlotOwned || load_shared(peer->h.serial) != w.peer_serial)
     return;
   w.tick = now;
   self->peer_waits[count] = w;

@@ -33,8 +33,9 @@ uint32_t slot_count() {
 void start_slot(Slot* s, int tid) {
   SlotHeader& h = s->h;
   h.flushing.store(0, std::memory_order_relaxed);
-  h.serial = g_ps->next_serial.fetch_add(1, std::memory_order_relaxed) + 1;
-  h.tid = static_cast<uint32_t>(tid);
+  // Other threads read both while they look at this slot (peer_waits.cpp): atomic stores.
+  store_shared(h.serial, g_ps->next_serial.fetch_add(1, std::memory_order_relaxed) + 1);
+  store_shared(h.tid, static_cast<uint32_t>(tid));
   store_shared(h.seq, 0u);
   h.n_latency_rows = 0;
   const uint64_t now = ticks();
