@@ -19,7 +19,7 @@
 //  "snapshots": {"incomplete","stale"}, "skipped_chunks", "notes": [],
 //  "trace": {"records","chunks","by_thread":[{"serial","records","chunks"}]},
 //  "stacks": {"distinct","ids"}, "modules": [{"path","load_bias","start","end"}]}
-// The calibration also says "trace", "stacks" and "locks" (mode_flags), "stack_every", "stack_slow_ticks",
+// The calibration also says "trace", "stacks", "locks" and "peer_waits" (mode_flags), "peer_looks", "stack_every", "stack_slow_ticks",
 // and where the timing windows fall: "window_phase" (kModeWindowPhase: at an offset per period
 // drawn from "window_seed"; false: at the start of each period), and "cxx_operators"
 // (kModeCxxOperators: the shim counted the C++ operators as new, new[], delete, delete[]).
@@ -116,6 +116,8 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   w.field("window_phase", (c.mode_flags & format::kModeWindowPhase) != 0).field("window_seed", c.window_seed);
   w.field("cxx_operators", (c.mode_flags & format::kModeCxxOperators) != 0);
   w.field("locks", (c.mode_flags & format::kModeLocks) != 0);
+  w.field("peer_waits", (c.mode_flags & format::kModePeerWaits) != 0);
+  w.field("peer_looks", static_cast<uint64_t>(p.peer_waits.size()));
   w.end_object();
 }
 

@@ -1,6 +1,10 @@
 // The text rendering of `allocscope dump`: one section per part of the profile, each a table.
 #include <fmt/format.h>
 
+#include <sys/syscall.h>
+
+#include <map>
+
 #include <cmath>
 #include <ctime>
 
@@ -227,7 +231,8 @@ std::string events_section(const Profile& p) {
 
 // Trace mode and call stacks: only when the profile has them.
 std::string trace_section(const Profile& p) {
-  if (p.trace_chunks.empty() && p.stacks.empty() && p.modules.empty() && p.lock_waits.empty()) return "";
+  if (p.trace_chunks.empty() && p.stacks.empty() && p.modules.empty() && p.lock_waits.empty() && p.peer_waits.empty())
+    return "";
   FieldList fields;
   uint64_t chunks = 0;
   for (const auto& [serial, refs] : p.trace_chunks) chunks += refs.size();
@@ -247,6 +252,19 @@ std::string trace_section(const Profile& p) {
     }
     fields.add("lock waits", fmt::format("{} in {} (lock, call site) rows of {} threads", group_digits(waits),
                                          group_digits(rows), p.lock_waits.size()));
+  }
+  if (!p.peer_waits.empty()) {
+    std::map<int32_t, uint64_t> by_state;
+    for (const Profile::PeerLook& l : p.peer_waits) ++by_state[l.wait.syscall];
+    std::string states;
+    for (const auto& [state, n] : by_state) {
+      const std::string name = state == format::kPeerRunning      ? "running"
+                               : state == format::kPeerInUserSpace ? "preempted"
+                               : state == SYS_futex                ? "futex"
+                                                                   : fmt::format("syscall {}", state);
+      states += fmt::format("{}{} {}", states.empty() ? "" : ", ", name, group_digits(n));
+    }
+    fields.add("peer looks", fmt::format("{} ({})", group_digits(p.peer_waits.size()), states));
   }
   fields.add("modules", group_digits(p.modules.modules().size()));
   for (const auto& m : p.modules.modules()) {
