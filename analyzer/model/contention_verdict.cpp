@@ -184,16 +184,17 @@ Rule by_sleep_pairs(const ContentionInputs& in) {
 }
 
 // Calls seen asleep inside the allocator waited on one futex word (peer_waits.h): nearly all of
-// them, of allocating calls of most busy threads, of sizes twice apart, while slow calls sleep
-// there.  One word that every thread and size class sleeps on is one lock.  A lock per size class
-// or per arena spreads its sleepers over several words; glibc's arenas, shared by two threads when
-// there are more threads than arenas, gather the sleepers of those two only (measured: glibc at
-// 16 threads, musl's one lock 142 of 142 waits on one word with 8 threads under the mixed workload).
+// them, in allocating calls of at least half the busy threads, of sizes twice apart that reach
+// across the median request, while slow calls sleep there.  One word that every thread and size
+// class sleeps on is one lock.  A lock per size class or per arena spreads its sleepers over
+// several words; an arena that two threads of many share gathers the sleepers of those two only;
+// a lock for one wide class (every size of 2 KiB and up) gathers large sizes only.
 Rule by_shared_word(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
   const double need_threads = std::max(2.0, std::ceil(kWordThreadsShare * static_cast<double>(in.busy_threads)));
   if (p.futex_waits < kMinWordWaits || p.top_share() < kOneWordShare ||
-      static_cast<double>(p.top_threads) < need_threads || !p.top_sizes_apart || !sleeps_inside(in))
+      static_cast<double>(p.top_threads) < need_threads || !p.top_sizes_apart || !p.top_spans_median ||
+      in.slow_slept < kMinSlept)
     return std::nullopt;
   // Confidence: how far the share of the top word lies above the threshold, in binomial errors.
   const double share = p.top_share(), n = static_cast<double>(p.futex_waits);

@@ -33,6 +33,11 @@ void PeerWaitTally::expect(const std::vector<Profile::PeerLook>& looks, bool rec
 }
 
 void PeerWaitTally::add_call(uint32_t serial, const format::Event& e) {
+  if (allocates(e.op) && e.bucket != kBucketUnknown) {
+    const uint32_t g = size_group(format::event_size(e));
+    if (g >= allocating_by_group_.size()) allocating_by_group_.resize(g + 1);
+    ++allocating_by_group_[g];
+  }
   auto [from, to] = pending_.equal_range(call_key(serial, e.start_tick));
   for (auto it = from; it != to; ++it) {
     const format::PeerWait& w = it->second;
@@ -74,6 +79,14 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   }
   m.top_threads = static_cast<uint32_t>(threads.size());
   m.top_sizes_apart = m.top_allocating >= 2 && sizes_apart(min_group, max_group);
+  uint64_t calls = 0, below = 0;
+  for (uint64_t n : allocating_by_group_) calls += n;
+  uint32_t median = 0;
+  for (; median < allocating_by_group_.size(); ++median) {
+    below += allocating_by_group_[median];
+    if (2 * below >= calls) break;
+  }
+  m.top_spans_median = m.top_allocating > 0 && calls > 0 && min_group <= median && median <= max_group;
   return m;
 }
 

@@ -31,6 +31,10 @@ struct PeerWaitMeasure {
   uint32_t top_allocating = 0;             // its waits in allocating calls of known size
   uint64_t top_min_size = 0, top_max_size = 0;  // their smallest and largest request
   bool top_sizes_apart = false;            // two of them at least twice apart (completion_coincidence.h sizes_apart)
+  // Their size groups (completion_coincidence.h size_group) reach from at or below the median
+  // group of all timed allocating calls to at or above it: the sleepers are not confined to the
+  // large sizes or the small ones (a lock for one wide class, say every size of 2 KiB and up).
+  bool top_spans_median = false;
   double top_share() const { return futex_waits ? static_cast<double>(top_waits) / static_cast<double>(futex_waits) : 0; }
 };
 
@@ -53,6 +57,7 @@ class PeerWaitTally {
   };
   std::unordered_multimap<uint64_t, format::PeerWait> pending_;  // by (serial, start tick)
   std::vector<Joined> joined_;
+  std::vector<uint64_t> allocating_by_group_;  // timed allocating calls of known size, per size group
   bool recorded_ = false;
 };
 

@@ -485,6 +485,7 @@ PeerWaitMeasure sleepers(uint64_t on_top, uint32_t threads) {
   p.top_min_size = 16;
   p.top_max_size = 1024;
   p.top_sizes_apart = true;
+  p.top_spans_median = true;
   return p;
 }
 
@@ -501,12 +502,16 @@ TEST(ContentionVerdict, SleepersOfEveryThreadOnOneWordAreOneLock) {
 
 TEST(ContentionVerdict, SleepersOnSeveralWordsOrOfFewThreadsAreNotOneLock) {
   // Several words (a lock per class or arena), or one word shared by two threads of sixteen (two
-  // threads on one glibc arena), or one size only, or sleepers while slow calls do not sleep.
+  // threads on one glibc arena), or one size only, or large sizes only, or sleepers while slow
+  // calls do not sleep.
   EXPECT_NE(judge_words(sleepers(30, 5), 8).kind, ContentionKind::GlobalLock);
   EXPECT_NE(judge_words(sleepers(40, 2), 16).kind, ContentionKind::GlobalLock);
   PeerWaitMeasure one_size = sleepers(40, 5);
   one_size.top_sizes_apart = false;
   EXPECT_NE(judge_words(one_size, 8).kind, ContentionKind::GlobalLock);
+  PeerWaitMeasure large_only = sleepers(40, 5);  // one lock for the sizes of 2 KiB and up
+  large_only.top_spans_median = false;
+  EXPECT_NE(judge_words(large_only, 8).kind, ContentionKind::GlobalLock);
   PeerWaitMeasure few = sleepers(40, 5);
   few.futex_waits = few.top_waits = 9;
   EXPECT_NE(judge_words(few, 8).kind, ContentionKind::GlobalLock);
