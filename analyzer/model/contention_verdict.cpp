@@ -37,7 +37,7 @@ constexpr double kJoinedShare = 0.9;         // … joining sizes that carry at 
 // … and no busy thread's allocations clearly awake (sleep_pairs.h kAwakeExpected), kMinSlept of them asleep
 constexpr uint64_t kMinWordWaits = 10;       // calls seen asleep in a futex wait before their words say anything, …
 constexpr double kOneWordShare = 0.9;        // … this share of them on one word, …
-constexpr double kWordThreadsShare = 0.5;    // … from allocating calls of this share of the busy threads (at least 2)
+constexpr double kWordThreadsShare = 1.0 / 3; // … from allocating calls of this share of the busy threads (at least 2)
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -184,7 +184,7 @@ Rule by_sleep_pairs(const ContentionInputs& in) {
 }
 
 // Calls seen asleep inside the allocator waited on one futex word (peer_waits.h): nearly all of
-// them, in allocating calls of at least half the busy threads, of sizes twice apart that reach
+// them, in allocating calls of at least a third of the busy threads (and two), of sizes twice apart that reach
 // across the median request, while slow calls sleep there.  One word that every thread and size
 // class sleeps on is one lock.  A lock per size class or per arena spreads its sleepers over
 // several words; an arena that two threads of many share gathers the sleepers of those two only;

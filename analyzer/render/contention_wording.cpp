@@ -188,7 +188,8 @@ std::string contention_reason(const ContentionVerdict& v) {
                          "futex wait waited on one word, among them allocating calls of {} threads and of sizes from "
                          "{} to {} bytes{}; one lock serves every thread and size class",
                          in.peers.top_waits, in.peers.futex_waits, in.peers.top_threads, in.peers.top_min_size,
-                         in.peers.top_max_size, slept_clause(in, "and"));
+                         in.peers.top_max_size,
+                         in.slow_slept ? fmt::format(", and {}", slept_text(in)) : std::string());
     case ContentionReason::TakeTurns:
       return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "
                          "makes them do",
