@@ -350,7 +350,7 @@ static_assert(sizeof(LockWaitRow) == 48);
 // two arguments — for a futex wait, the address of the word it waits on and the operation.  The
 // call it was inside is the peer's Event with start_tick == peer_start_tick.  Nothing is recorded
 // if the peer left that call while it was read.
-constexpr uint64_t kPeerLookGapNs = 100000;
+constexpr uint64_t kPeerLookGapNs = 25000;
 constexpr int32_t kPeerInUserSpace = -1;  // not in a system call: preempted in user space
 constexpr int32_t kPeerRunning = -2;      // on a CPU: the kernel does not say more
 struct PeerWaitsHeader {
