@@ -6,33 +6,18 @@
 #include <atomic>
 #include <cstring>
 
+#include "allocscope/window_phase.h"
 #include "process_state.h"
 #include "recorder.h"
 #include "slot_registry.h"
 #include "sys.h"
+#include "text_buffer.h"
 
 namespace allocscope {
 namespace {
 
 // Set when /proc cannot be read at all (not mounted, or denied): looking stops for good.
 std::atomic<bool> g_unreadable{false};
-
-// "/proc/self/task/<tid>/syscall" into `buf` (at least 48 bytes).
-void syscall_path(char* buf, uint32_t tid) {
-  static constexpr char kHead[] = "/proc/self/task/";
-  static constexpr char kTail[] = "/syscall";
-  char digits[12];
-  int n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + tid % 10);
-    tid /= 10;
-  } while (tid);
-  char* p = buf;
-  std::memcpy(p, kHead, sizeof kHead - 1);
-  p += sizeof kHead - 1;
-  while (n) *p++ = digits[--n];
-  std::memcpy(p, kTail, sizeof kTail);
-}
 
 // A number of the file: decimal (possibly negative) or 0x-prefixed hexadecimal.  Advances `p`.
 bool parse_number(const char*& p, const char* end, int64_t* out) {
@@ -61,7 +46,7 @@ bool parse_number(const char*& p, const char* end, int64_t* out) {
 // What the thread `tid` is doing: false when the file could not be read or made no sense.
 bool read_peer(uint32_t tid, format::PeerWait* w) {
   char path[48];
-  syscall_path(path, tid);
+  TextBuffer(path, sizeof path).put("/proc/self/task/").put_uint(tid).put("/syscall");
   const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
   if (sys::failed(fd)) {
     if (fd != -2 && fd != -3) g_unreadable.store(true, std::memory_order_relaxed);  // not ENOENT or ESRCH (the thread just left)
@@ -100,7 +85,7 @@ void look_at_peers(Slot* self, uint64_t now) {
   const uint32_t count = self->h.peer_count.load(std::memory_order_relaxed);
   if (count >= kPeerWaits) return;
   uint64_t since = 0;
-  Slot* peer = peer_inside(self, now - c.switch_ticks, now ^ self->h.serial, &since);
+  Slot* peer = peer_inside(self, now - c.switch_ticks, mix64(now ^ self->h.serial), &since);
   if (!peer) return;
   format::PeerWait w{};
   w.peer_serial = load_shared(peer->h.serial);

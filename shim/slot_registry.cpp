@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "allocscope/window_phase.h"
 #include "lock_waits.h"
 #include "peer_waits.h"
 #include "process_state.h"
@@ -364,8 +365,7 @@ Slot* peer_inside(const Slot* self, uint64_t before, uint64_t pick, uint64_t* si
     if (at == 0 || at >= before) continue;
     // Reservoir sampling of one: the k-th candidate replaces the choice with probability 1/k.
     ++seen;
-    pick = pick * 6364136223846793005ull + 1442695040888963407ull;
-    if ((pick >> 33) % seen == 0) {
+    if (mix64(pick + seen) % seen == 0) {
       chosen = s;
       *since = at;
     }

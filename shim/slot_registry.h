@@ -25,7 +25,7 @@ bool flush_buffers(Slot* s);
 void flush_all_slots(format::ThreadState state);
 
 // One of the Owned slots other than `self` whose timed call in progress started before `before`,
-// each as likely (drawn with `pick`, any number); null if there is none.  *since: that call's start.
+// each as likely (drawn with `pick`, a random number: window_phase.h mix64); null if there is none.  *since: that call's start.
 Slot* peer_inside(const Slot* self, uint64_t before, uint64_t pick, uint64_t* since);
 
 // Totals over all slots, for ProcessEnd.

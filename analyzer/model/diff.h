@@ -134,6 +134,9 @@ struct DiffReport {
   std::optional<double> explained;       // (attributed + locks_delta) / measured
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
   DiffVerdict verdict = DiffVerdict::NoGap;  // Part: largest_part() names the allocator's change
+  // Whether the verdict claims a share of the gap for the allocator: every view prints the
+  // coverage as a claim only then.
+  bool claims_share() const { return verdict == DiffVerdict::Part; }
   std::optional<ShapeGap> shape_gap;     // both profiles are traces
   MissingTrace missing_trace = MissingTrace::None;  // otherwise: which profile is no trace
 };

@@ -18,10 +18,10 @@ uint64_t call_key(uint32_t serial, uint64_t start_tick) { return start_tick * 0x
 
 }  // namespace
 
-// The kernel's numbers are those of the machine that recorded the profile, taken to be this one's
-// architecture (a profile does not name its architecture).
+bool is_futex(int32_t syscall) { return syscall == SYS_futex; }
+
 bool is_futex_wait(int32_t syscall, uint64_t op) {
-  if (syscall != SYS_futex) return false;
+  if (!is_futex(syscall)) return false;
   const uint64_t cmd = op & 0x7f;  // without FUTEX_PRIVATE_FLAG (128) and FUTEX_CLOCK_REALTIME (256)
   return cmd == 0 /* WAIT */ || cmd == 9 /* WAIT_BITSET */ || cmd == 6 /* LOCK_PI */ || cmd == 13 /* LOCK_PI2 */ ||
          cmd == 11 /* WAIT_REQUEUE_PI */;

@@ -61,6 +61,9 @@ class PeerWaitTally {
   bool recorded_ = false;
 };
 
+// The futex system call, by the kernel's number: that of the machine that recorded the profile,
+// taken to be this one's architecture (a profile does not name its architecture).
+bool is_futex(int32_t syscall);
 // A futex operation that sleeps until the word changes or a lock is handed over.
 bool is_futex_wait(int32_t syscall, uint64_t op);
 

@@ -248,7 +248,7 @@ std::vector<std::vector<std::string>> diff_totals(const DiffReport& d) {
   totals.push_back({"  off the CPU (preempted or blocked)", format_duration_ns(d.base.outside_off_cpu_ns),
                      format_duration_ns(d.other.outside_off_cpu_ns), format_signed_duration_ns(d.unattributed_off_cpu_ns)});
   // The figures, marked where the verdict claims no share of the gap.
-  const std::string claimed = d.verdict == DiffVerdict::Part ? "" : " (no share claimed)";
+  const std::string claimed = d.claims_share() ? "" : " (no share claimed)";
   totals.push_back({"coverage (thread time)", "", "", d.coverage ? format_percent(*d.coverage) + claimed : "-"});
   totals.push_back({"coverage (wall time)", "", "", d.wall_coverage ? format_percent(*d.wall_coverage) + claimed : "-"});
   if (d.locks) {  // both runs recorded with --locks: the program's own locks, then the rest

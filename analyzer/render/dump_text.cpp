@@ -1,14 +1,13 @@
 // The text rendering of `allocscope dump`: one section per part of the profile, each a table.
 #include <fmt/format.h>
 
-#include <sys/syscall.h>
-
 #include <map>
 
 #include <cmath>
 #include <ctime>
 
 #include "render/dump.h"
+#include "model/peer_waits.h"
 #include "profile/format_names.h"
 #include "util/text_table.h"
 #include "util/units.h"
@@ -260,7 +259,7 @@ std::string trace_section(const Profile& p) {
     for (const auto& [state, n] : by_state) {
       const std::string name = state == format::kPeerRunning      ? "running"
                                : state == format::kPeerInUserSpace ? "preempted"
-                               : state == SYS_futex                ? "futex"
+                               : is_futex(state)                   ? "futex"
                                                                    : fmt::format("syscall {}", state);
       states += fmt::format("{}{} {}", states.empty() ? "" : ", ", name, group_digits(n));
     }

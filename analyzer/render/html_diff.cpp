@@ -65,8 +65,7 @@ void add_component_waterfall(HtmlPage& page, const DiffReport& d) {
   w.steps.push_back({"page faults outside calls", d.faults_delta_ns, "", false, std::nullopt,
                      "minor faults outside allocator calls at the calibrated cost of a fault (estimate)"});
   close_waterfall(w, d);
-  // A share only where the verdict claims one (DiffVerdict::Part).
-  std::string coverage = d.coverage && d.verdict == DiffVerdict::Part
+  std::string coverage = d.coverage && d.claims_share()
                              ? fmt::format(" The allocator accounts for {} of the measured difference.", format_percent(*d.coverage))
                              : "";
   page.section("What explains the difference, by component",
