@@ -63,6 +63,7 @@ __attribute__((noinline)) auto observe_full(Op o, uint64_t size, Real real, Fail
   const unsigned b = bucket_of(size);
   count_call(s, op_index(o), b, size);
   const Timing tm = start_timing(s);
+  enter_call(op_index(o), b);
   ThrowGuard<Throws> guard{o, size, true};
   auto r = real();
   guard.armed = false;
@@ -83,9 +84,10 @@ __attribute__((always_inline)) inline auto observe(Op o, uint64_t size, Real rea
     if (t.depth != 0) return pass_reentrant(t, real);
     return observe_full<Throws>(o, size, real, failed, block, old);
   }
-  count_call(s, op_index(o), bucket_of(size), size);
+  const unsigned b = bucket_of(size);
+  count_call(s, op_index(o), b, size);
   const uint32_t left = t.countdown - 1;
-  set_gate(t, left, 1);
+  set_gate(t, left, in_call_depth(op_index(o), b));
   ThrowGuard<Throws> guard{o, size, true};
   auto r = real();
   guard.armed = false;
@@ -120,6 +122,7 @@ __attribute__((noinline)) void release_full(Op o, void* ptr, bool has_known, uin
   }
   const unsigned b = sized || tm.timed ? bucket_of(size) : kBucketUnknown;
   count_call(s, op_index(o), b, size);
+  enter_call(op_index(o), b);
   real();
   finish(tm, op_index(o), b, size, false, ptr);
 }
@@ -135,15 +138,18 @@ __attribute__((always_inline)) inline void release(Op o, void* ptr, Real real,
     if (t.depth != 0) return pass_reentrant(t, real);
     return release_full(o, ptr, has_known, known, real);
   }
+  unsigned b = kBucketUnknown;  // size not taken: see release_full
   if (__builtin_expect(!ptr, 0)) {
+    b = 0;
     bump(s->counters[op_index(o)][0].calls, 1);  // no block given back: bucket 0, size 0
   } else if (has_known) {
-    count_call(s, op_index(o), bucket_of(known), known);
+    b = bucket_of(known);
+    count_call(s, op_index(o), b, known);
   } else {
-    bump(s->counters[op_index(o)][kBucketUnknown].calls, 1);  // size not taken: see release_full
+    bump(s->counters[op_index(o)][kBucketUnknown].calls, 1);
   }
   const uint32_t left = t.countdown - 1;
-  set_gate(t, left, 1);
+  set_gate(t, left, in_call_depth(op_index(o), b));
   real();
   set_gate(t, left, 0);
 }

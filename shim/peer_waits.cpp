@@ -2,6 +2,7 @@
 #include "peer_waits.h"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <cstring>
@@ -18,6 +19,8 @@ namespace {
 
 // Set when /proc cannot be read at all (not mounted, or denied): looking stops for good.
 std::atomic<bool> g_unreadable{false};
+// Set when the kernel refuses process_vm_readv (a seccomp filter, say): no looks outside windows.
+std::atomic<bool> g_no_vm_read{false};
 
 // A number of the file: decimal (possibly negative) or 0x-prefixed hexadecimal.  Advances `p`.
 bool parse_number(const char*& p, const char* end, int64_t* out) {
@@ -43,19 +46,23 @@ bool parse_number(const char*& p, const char* end, int64_t* out) {
   return true;
 }
 
-// What the thread `tid` is doing: false when the file could not be read or made no sense.
-bool read_peer(uint32_t tid, format::PeerWait* w) {
+// The file that says what thread `tid` is doing, opened; -1 when it cannot be (the thread has just
+// left, or /proc cannot be read: then looking stops).  Opening costs most of a look: the peer's
+// call is checked again after it, so that only the read itself must fall inside that call.
+int open_peer(uint32_t tid) {
   char path[48];
   TextBuffer(path, sizeof path).put("/proc/self/task/").put_uint(tid).put("/syscall");
   const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
   if (sys::failed(fd)) {
     if (fd != -2 && fd != -3) g_unreadable.store(true, std::memory_order_relaxed);  // not ENOENT or ESRCH (the thread just left)
-    return false;
+    return -1;
   }
-  char buf[160];
-  const long n = sys::read(static_cast<int>(fd), buf, sizeof buf);
-  sys::close(static_cast<int>(fd));
-  if (sys::failed(n) || n <= 0) return false;
+  return static_cast<int>(fd);
+}
+
+// What the file read says the thread was doing: false when it made no sense.
+bool parse_peer(const char* buf, long n, format::PeerWait* w) {
+  if (n <= 0) return false;
   const char* p = buf;
   const char* end = buf + n;
   if (n >= 7 && std::memcmp(buf, "running", 7) == 0) {
@@ -64,8 +71,12 @@ bool read_peer(uint32_t tid, format::PeerWait* w) {
   }
   int64_t nr = 0, a0 = 0, a1 = 0;
   if (!parse_number(p, end, &nr)) return false;
-  if (nr < 0) {
+  if (nr < 0) {  // "-1 sp pc"
     w->syscall = format::kPeerInUserSpace;
+    if (parse_number(p, end, &a0) && parse_number(p, end, &a1)) {
+      w->arg0 = static_cast<uint64_t>(a0);
+      w->arg1 = static_cast<uint64_t>(a1);
+    }
     return true;
   }
   if (!parse_number(p, end, &a0) || !parse_number(p, end, &a1)) return false;
@@ -75,30 +86,133 @@ bool read_peer(uint32_t tid, format::PeerWait* w) {
   return true;
 }
 
+// Reads the opened file of a peer, if `still_inside()` holds just before and just after the read
+// (the peer is in the same call), and closes it.
+template <class StillInside>
+bool read_peer(int fd, format::PeerWait* w, StillInside still_inside) {
+  char buf[160];
+  bool ok = still_inside();
+  const long n = ok ? sys::read(fd, buf, sizeof buf) : 0;
+  ok = ok && !sys::failed(n) && still_inside();
+  sys::close(fd);
+  return ok && parse_peer(buf, n, w);
+}
+
+// Reads `n` gate words of other threads (SlotHeader::gate_addr) into `out`; how many were read (a
+// thread gone meanwhile stops the read at its word), or -1 when the kernel refuses the call.
+long read_gates(const uint64_t* addrs, uint64_t* out, uint32_t n) {
+  iovec local[kPeerCandidates], remote[kPeerCandidates];
+  for (uint32_t i = 0; i < n; i++) {
+    local[i] = iovec{&out[i], sizeof out[i]};
+    remote[i] = iovec{reinterpret_cast<void*>(addrs[i]), sizeof out[i]};
+  }
+  const long r = sys::process_vm_readv(sys::getpid(), local, n, remote, n);
+  if (r == -38 /* ENOSYS */ || r == -1 /* EPERM */) return -1;
+  return sys::failed(r) ? 0 : r / static_cast<long>(sizeof(uint64_t));
+}
+
+// Appends a record; false when the array is full (see make_look_room).
+bool keep_look(Slot* self, const format::PeerWait& w) {
+  const uint32_t count = self->h.peer_count.load(std::memory_order_relaxed);
+  if (count >= kPeerWaits) return false;
+  self->peer_waits[count] = w;
+  self->h.peer_count.store(count + 1, std::memory_order_release);
+  return true;
+}
+
 }  // namespace
+
+std::atomic<uint64_t> g_next_outside_look{0};
+
+bool make_look_room(Slot* self) {
+  if (self->h.peer_count.load(std::memory_order_relaxed) < kPeerWaits) return true;
+  uint32_t idle = 0;
+  if (!self->h.flushing.compare_exchange_strong(idle, 1, std::memory_order_acquire)) return false;
+  const bool written = self->h.peer_flushed == self->h.peer_count.load(std::memory_order_relaxed);
+  if (written) {
+    self->h.peer_flushed = 0;
+    self->h.peer_count.store(0, std::memory_order_release);
+  }
+  self->h.flushing.store(0, std::memory_order_release);
+  return written;
+}
+
+void look_outside(Slot* self, uint64_t now) {
+  const SamplingConfig& c = g_sampling;
+  uint64_t due = g_next_outside_look.load(std::memory_order_relaxed);
+  if (now < due || !g_next_outside_look.compare_exchange_strong(due, now + c.look_outside_gap, std::memory_order_relaxed))
+    return;  // another thread looks this time
+  if (g_unreadable.load(std::memory_order_relaxed) || g_no_vm_read.load(std::memory_order_relaxed) ||
+      !make_look_room(self))
+    return;
+  const uint64_t pick = mix64(now ^ self->h.serial);
+  Slot* peers[kPeerCandidates];
+  const uint32_t n = some_peers(self, pick, peers, kPeerCandidates);
+  uint64_t addrs[kPeerCandidates], gates[kPeerCandidates];
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    addrs[m] = load_shared(peers[i]->h.gate_addr);
+    if (addrs[m]) peers[m++] = peers[i];
+  }
+  if (m == 0) return;
+  const long got = read_gates(addrs, gates, m);
+  if (got < 0) {
+    g_no_vm_read.store(true, std::memory_order_relaxed);
+    return;
+  }
+  // One of the threads inside an allocator call, each as likely (reservoir sampling of one).
+  long chosen = -1;
+  uint64_t seen = 0;
+  for (long i = 0; i < got; i++) {
+    if (!gate_in_call(gates[i])) continue;
+    ++seen;
+    if (mix64(pick + seen) % seen == 0) chosen = i;
+  }
+  if (chosen < 0) return;
+  Slot* peer = peers[chosen];
+  format::PeerWait w{};
+  w.peer_serial = load_shared(peer->h.serial);
+  const int fd = open_peer(load_shared(peer->h.tid));
+  if (fd < 0) return;
+  // The call may have ended while the file was opened: the one in progress now, if any, is looked at.
+  // The decisions before the gate: a gate read again unchanged, with no decision since, is one call.
+  uint64_t gate = 0, decided = 0;
+  const auto still_inside = [&] {
+    uint64_t now_gate = 0;
+    const uint64_t now_decided = load_shared(peer->h.decisions);
+    if (read_gates(&addrs[chosen], &now_gate, 1) != 1 || !gate_in_call(now_gate)) return false;
+    if (gate == 0) gate = now_gate, decided = now_decided;
+    return now_gate == gate && now_decided == decided && peer->h.state.load(std::memory_order_acquire) == kSlotOwned &&
+           load_shared(peer->h.serial) == w.peer_serial;
+  };
+  if (!read_peer(fd, &w, still_inside)) return;  // the peer left the call while it was read
+  w.peer_start_tick = format::peer_untimed_call(gate_op(gate), gate_bucket(gate));
+  w.tick = now;
+  keep_look(self, w);
+}
 
 void look_at_peers(Slot* self, uint64_t now) {
   ThreadCtx& t = t_ctx;
   const SamplingConfig& c = g_sampling;
   if (now < t.next_look || c.look_gap == 0 || g_unreadable.load(std::memory_order_relaxed)) return;
   t.next_look = now + c.look_gap;
-  const uint32_t count = self->h.peer_count.load(std::memory_order_relaxed);
-  if (count >= kPeerWaits) return;
+  if (!make_look_room(self)) return;
   uint64_t since = 0;
   Slot* peer = peer_inside(self, now - c.switch_ticks, mix64(now ^ self->h.serial), &since);
   if (!peer) return;
   format::PeerWait w{};
   w.peer_serial = load_shared(peer->h.serial);
   w.peer_start_tick = since;
-  const uint32_t tid = load_shared(peer->h.tid);
-  const bool read = read_peer(tid, &w);
-  // The peer may have left that call while the file was read: then the reading is of something else.
-  if (!read || peer->h.inside_since.load(std::memory_order_relaxed) != since ||
-      peer->h.state.load(std::memory_order_acquire) != kSlotOwned || load_shared(peer->h.serial) != w.peer_serial)
-    return;
+  const int fd = open_peer(load_shared(peer->h.tid));
+  if (fd < 0) return;
+  // The peer may leave that call before the file is read: then the reading is of something else.
+  const auto still_inside = [&] {
+    return peer->h.inside_since.load(std::memory_order_relaxed) == since &&
+           peer->h.state.load(std::memory_order_acquire) == kSlotOwned && load_shared(peer->h.serial) == w.peer_serial;
+  };
+  if (!read_peer(fd, &w, still_inside)) return;
   w.tick = now;
-  self->peer_waits[count] = w;
-  self->h.peer_count.store(count + 1, std::memory_order_release);
+  keep_look(self, w);
   // The look took a few microseconds: the next timed call must not read them as a gap it slept in.
   t.sw_valid = 0;
 }

@@ -12,9 +12,18 @@
 //
 // No helper thread, no allocation: three system calls (openat, read, close) on the observing
 // thread, outside its timed interval, at most once per format::kPeerLookGapNs of its time.
+//
+// Outside the windows (format.h kModePeerLooksOutside) the process looks too, at most once per
+// kPeerLookOutsideGapNs whichever thread notices it is time (at a window check): at one of the
+// threads inside any allocator call, timed or not.  Which threads are inside, and in which call,
+// their gate words say (recorder.h in_call_depth), read with process_vm_readv, which fails
+// rather than faults on a thread that has exited meanwhile; read again after the /proc file, the
+// same word with no timing decision since means the same call.
 #pragma once
+#include <atomic>
 #include <cstdint>
 
+#include "recorder.h"
 #include "thread_slot.h"
 
 namespace allocscope {
@@ -22,6 +31,18 @@ namespace allocscope {
 // After the timed call that ended at `now` on the owner of `self`: looks at a peer inside a long
 // call, if it is time to look again (ThreadCtx::next_look).
 void look_at_peers(Slot* self, uint64_t now);
+
+// Gate words read at once by a look outside the windows: it looks at one of those inside a call.
+constexpr uint32_t kPeerCandidates = 16;
+// The tick from which the next look outside the windows is due.
+extern std::atomic<uint64_t> g_next_outside_look;
+// At a window check outside the windows: looks, if it is due (checked inline first).
+void look_outside(Slot* self, uint64_t now);
+inline bool outside_look_due(uint64_t now) {
+  return g_sampling.look_outside_gap && now >= g_next_outside_look.load(std::memory_order_relaxed);
+}
+// When the records are full and all written, the owner empties them; false if they stay full.
+bool make_look_room(Slot* self);
 
 bool peer_waits_pending(const Slot* s);
 // Writes the records not yet written (by the holder of the slot's `flushing` flag).

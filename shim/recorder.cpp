@@ -89,6 +89,7 @@ Slot* attach_thread(ThreadCtx& t) {
       if (g_exit_key_state.load(std::memory_order_acquire) == 2)
         pthread_setspecific(g_exit_key, s);
       t.slot = s;
+      store_shared(s->h.gate_addr, reinterpret_cast<uint64_t>(&t.countdown));
       t.countdown = 1;
       t.timing = 0;
       t.next_open = t.next_close = 0;
@@ -223,6 +224,11 @@ namespace {
 // Outside the windows, a decision that times nothing: when to check again, and the periodic flush.
 Timing untimed_decision(ThreadCtx& t, Slot* s, const SamplingConfig& c, uint64_t now, bool was_timing) {
   t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
+  if (__builtin_expect(outside_look_due(now), 0)) {
+    look_outside(s, now);
+    t.last_check = ticks();  // the look's microseconds are not the calls' pace
+    t.sw_valid = 0;
+  }
   store_shared(s->h.last_tick, now);
   if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);  // (checks the mode)
   return Timing{0, false};

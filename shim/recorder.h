@@ -61,6 +61,16 @@ extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
 // (countdown >= 2).  A thread without a slot has countdown 0.  Two 4-byte loads: the slow paths
 // write the fields one by one, and an 8-byte load of two separate 4-byte stores would stall.
 inline bool fast_path_open(const ThreadCtx& t) { return t.countdown > 1 && t.depth == 0; }
+// While the thread is inside the real allocator, `depth` also says so, and which call: other
+// threads read the gate to find threads inside allocator calls (peer_waits.h).  The nesting count
+// stays in the low bits, so that depth++/-- of a signal handler's call still balance.
+constexpr uint32_t kInCall = 1u << 31;
+constexpr uint32_t in_call_depth(unsigned op, unsigned bucket) {
+  return 1u | kInCall | (op & 0x7fu) << 24 | (bucket & 0xffu) << 16;
+}
+constexpr bool gate_in_call(uint64_t gate) { return (gate >> 32 & kInCall) != 0; }
+constexpr unsigned gate_op(uint64_t gate) { return static_cast<unsigned>(gate >> 56) & 0x7fu; }
+constexpr unsigned gate_bucket(uint64_t gate) { return static_cast<unsigned>(gate >> 48) & 0xffu; }
 // Writes countdown and depth (adjacent) in one store.
 inline void set_gate(ThreadCtx& t, uint32_t countdown, uint32_t depth) {
   static_assert(offsetof(ThreadCtx, depth) == offsetof(ThreadCtx, countdown) + 4, "layout");
@@ -80,6 +90,7 @@ struct SamplingConfig {
   uint64_t stack_slow_ticks;   // and on every timed call at least this slow
   uint64_t switch_ticks;       // a timed call this slow gets its context switches (kEvSwitches); 0: none
   uint64_t look_gap;           // ticks between a thread's looks at other threads (peer_waits.h); 0: none
+  uint64_t look_outside_gap;   // ticks between the process's looks outside the windows; 0: none
 };
 extern SamplingConfig g_sampling;
 inline constexpr bool& g_exact_free_sizes = g_forwarding.exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1
@@ -158,6 +169,9 @@ inline Slot* enter() {
 
 inline void leave() { t_ctx.depth = 0; }
 
+// The full path's real call is about to start: other threads may now see it (in_call_depth).
+inline void enter_call(unsigned op, unsigned bucket) { t_ctx.depth = in_call_depth(op, bucket); }
+
 Timing timed_trace_start(uint64_t now);  // a trace's call in a window: rusage probe, start tick
 
 // Learns the window in progress at `now`, or else the next to open (window_phase.h): the window
@@ -192,6 +206,8 @@ __attribute__((always_inline)) inline Timing trace_decision(Slot*) {
 
 inline Timing start_timing(Slot* s) {
   if (__builtin_expect(--t_ctx.countdown != 0, 1)) return Timing{0, false};
+  // Only a decision sets the countdown anew (SlotHeader::gate_addr): count them for the readers.
+  bump(s->h.decisions, 1);
   if (g_trace) return trace_decision(s);
   return timing_decision(s);
 }

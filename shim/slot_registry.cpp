@@ -55,6 +55,8 @@ void start_slot(Slot* s, int tid) {
   h.stacks.published.store(0, std::memory_order_relaxed);
   h.stacks.stack_lo = h.stacks.stack_hi = h.stacks.dropped = 0;
   h.inside_since.store(0, std::memory_order_relaxed);
+  store_shared(h.gate_addr, uint64_t{0});
+  store_shared(h.decisions, uint64_t{0});
   h.peer_count.store(0, std::memory_order_relaxed);
   h.peer_flushed = 0;
   h.state.store(kSlotOwned, std::memory_order_release);
@@ -371,6 +373,16 @@ Slot* peer_inside(const Slot* self, uint64_t before, uint64_t pick, uint64_t* si
     }
   }
   return chosen;
+}
+
+uint32_t some_peers(const Slot* self, uint64_t pick, Slot** out, uint32_t max) {
+  const uint32_t n = slot_count();
+  uint32_t found = 0;
+  for (uint32_t k = 0; k < n && found < max; k++) {
+    Slot* s = g_slots[(pick + k) % n].load(std::memory_order_acquire);
+    if (s && s != self && s->h.state.load(std::memory_order_acquire) == kSlotOwned) out[found++] = s;
+  }
+  return found;
 }
 
 uint64_t total_events_dropped() {

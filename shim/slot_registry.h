@@ -28,6 +28,10 @@ void flush_all_slots(format::ThreadState state);
 // each as likely (drawn with `pick`, a random number: window_phase.h mix64); null if there is none.  *since: that call's start.
 Slot* peer_inside(const Slot* self, uint64_t before, uint64_t pick, uint64_t* since);
 
+// Up to `max` Owned slots other than `self`, from a place in the table drawn with `pick`; their
+// number.
+uint32_t some_peers(const Slot* self, uint64_t pick, Slot** out, uint32_t max);
+
 // Totals over all slots, for ProcessEnd.
 uint64_t total_events_dropped();
 

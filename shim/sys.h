@@ -70,6 +70,10 @@ inline long clock_gettime(int clk, void* ts) { return call(SYS_clock_gettime, cl
 inline long futex(int* uaddr, int op, int val, const void* timeout = nullptr) {
   return call(SYS_futex, (long)uaddr, op, val, (long)timeout);
 }
+// Reads another thread's memory of this process without faulting: -EFAULT where it is unmapped.
+inline long process_vm_readv(int pid, const void* local, unsigned long nl, const void* remote, unsigned long nr) {
+  return call(SYS_process_vm_readv, pid, (long)local, (long)nl, (long)remote, (long)nr, 0);
+}
 inline long sched_yield() { return call(SYS_sched_yield); }
 inline long sched_getaffinity(int pid, size_t n, void* mask) { return call(SYS_sched_getaffinity, pid, (long)n, (long)mask); }
 

@@ -90,6 +90,12 @@ struct SlotHeader {
   StackState stacks;
   // The start tick of the timed call in progress (0: none), for other threads to look at.
   alignas(64) std::atomic<uint64_t> inside_since;
+  // Where the owner's gate word lies (recorder.h ThreadCtx: countdown, then depth with the call
+  // in progress), for other threads to read with process_vm_readv (peer_waits.cpp); and the
+  // owner's timing decisions, the only places where the countdown is set anew: a gate read twice
+  // with no decision between, and equal, is one call.
+  uint64_t gate_addr;
+  uint64_t decisions;
   std::atomic<uint32_t> peer_count;  // PeerWait records appended by the owner (peer_waits.h)
   uint32_t peer_flushed;             // of which written, by the holder of `flushing`
 };

@@ -4,9 +4,12 @@
 #include <sys/syscall.h>
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 #include <map>
 #include <set>
 
+#include "allocscope/buckets.h"
 #include "allocscope/ops.h"
 #include "model/completion_coincidence.h"
 
@@ -17,6 +20,24 @@ namespace {
 uint64_t call_key(uint32_t serial, uint64_t start_tick) { return start_tick * 0x9e3779b97f4a7c15ull ^ serial; }
 
 }  // namespace
+
+// With a[t] = (1 - p[t])^n the chance that t is never drawn,
+// the mean is the sum of 1 - a[t], the variance the sum of a[t] (1 - a[t]) plus, over pairs,
+// the covariances (1 - p[s] - p[t])^n - a[s] a[t].
+std::pair<double, double> distinct_draws(const std::vector<double>& p, uint64_t n) {
+  const double draws = static_cast<double>(n);
+  std::vector<double> a(p.size());
+  double mean = 0, var = 0;
+  for (size_t t = 0; t < p.size(); ++t) {
+    a[t] = std::pow(1 - p[t], draws);
+    mean += 1 - a[t];
+    var += a[t] * (1 - a[t]);
+  }
+  for (size_t s = 0; s < p.size(); ++s)
+    for (size_t t = s + 1; t < p.size(); ++t)
+      var += 2 * (std::pow(std::max(0.0, 1 - p[s] - p[t]), draws) - a[s] * a[t]);
+  return {mean, std::sqrt(std::max(0.0, var))};
+}
 
 bool is_futex(int32_t syscall) { return syscall == SYS_futex; }
 
@@ -29,10 +50,21 @@ bool is_futex_wait(int32_t syscall, uint64_t op) {
 
 void PeerWaitTally::expect(const std::vector<Profile::PeerLook>& looks, bool recorded) {
   recorded_ = recorded;
-  for (const Profile::PeerLook& l : looks) pending_.emplace(call_key(l.wait.peer_serial, l.wait.peer_start_tick), l.wait);
+  for (const Profile::PeerLook& l : looks) {
+    const format::PeerWait& w = l.wait;
+    if (!format::peer_call_untimed(w.peer_start_tick)) {
+      pending_.emplace(call_key(w.peer_serial, w.peer_start_tick), w);
+      continue;
+    }
+    // A look outside the windows: the gate gave the call's kind and size bucket.
+    const unsigned op = format::peer_untimed_op(w.peer_start_tick), bucket = format::peer_untimed_bucket(w.peer_start_tick);
+    const bool sized = bucket < kSizeBuckets;
+    joined_.push_back(Joined{w, w.peer_serial, allocates(op), sized, sized ? bucket_lo(bucket) : 0});
+  }
 }
 
 void PeerWaitTally::add_call(uint32_t serial, const format::Event& e) {
+  ++calls_by_thread_[serial];
   if (allocates(e.op) && e.bucket != kBucketUnknown) {
     const uint32_t g = size_group(format::event_size(e));
     if (g >= allocating_by_group_.size()) allocating_by_group_.resize(g + 1);
@@ -55,6 +87,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   for (const Joined& j : joined_) {
     ++m.looks;
     const format::PeerWait& w = j.wait;
+    if (format::peer_call_untimed(w.peer_start_tick)) ++m.outside_looks;
     if (w.syscall == format::kPeerRunning) ++m.running;
     else if (w.syscall == format::kPeerInUserSpace) ++m.preempted;
     else if (is_futex_wait(w.syscall, w.arg1)) ++m.futex_waits, ++by_word[w.arg0];
@@ -68,9 +101,9 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   std::set<uint32_t> threads;
   uint32_t min_group = ~0u, max_group = 0;
   for (const Joined& j : joined_) {
-    if (!is_futex_wait(j.wait.syscall, j.wait.arg1) || j.wait.arg0 != top->first || !j.allocating) continue;
+    if (!is_futex_wait(j.wait.syscall, j.wait.arg1) || j.wait.arg0 != top->first) continue;
     threads.insert(j.serial);
-    if (!j.sized) continue;
+    if (!j.allocating || !j.sized) continue;
     ++m.top_allocating;
     m.top_min_size = m.top_allocating == 1 ? j.size : std::min(m.top_min_size, j.size);
     m.top_max_size = std::max(m.top_max_size, j.size);
@@ -78,15 +111,22 @@ PeerWaitMeasure PeerWaitTally::measure() const {
     max_group = std::max(max_group, size_group(j.size));
   }
   m.top_threads = static_cast<uint32_t>(threads.size());
+  uint64_t calls = 0;
+  for (const auto& [serial, n] : calls_by_thread_) calls += n;
+  if (calls > 0) {
+    std::vector<double> shares;
+    for (const auto& [serial, n] : calls_by_thread_) shares.push_back(static_cast<double>(n) / static_cast<double>(calls));
+    std::tie(m.top_threads_expected, m.top_threads_sd) = distinct_draws(shares, m.top_waits);
+  }
   m.top_sizes_apart = m.top_allocating >= 2 && sizes_apart(min_group, max_group);
-  uint64_t calls = 0, below = 0;
-  for (uint64_t n : allocating_by_group_) calls += n;
+  uint64_t allocations = 0, below = 0;
+  for (uint64_t n : allocating_by_group_) allocations += n;
   uint32_t median = 0;
   for (; median < allocating_by_group_.size(); ++median) {
     below += allocating_by_group_[median];
-    if (2 * below >= calls) break;
+    if (2 * below >= allocations) break;
   }
-  m.top_spans_median = m.top_allocating > 0 && calls > 0 && min_group <= median && median <= max_group;
+  m.top_spans_median = m.top_allocating > 0 && allocations > 0 && min_group <= median && median <= max_group;
   return m;
 }
 

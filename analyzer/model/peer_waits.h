@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "allocscope/format.h"
@@ -20,14 +21,20 @@ namespace allocscope {
 
 struct PeerWaitMeasure {
   bool recorded = false;     // the profile has looks (format.h kModePeerWaits)
-  uint64_t looks = 0;        // looks joined to a timed call
+  uint64_t looks = 0;        // looks joined to a timed call, and looks outside the windows
+  uint64_t outside_looks = 0;  // of which outside the windows (format.h kPeerUntimed)
   uint64_t futex_waits = 0;  // of which asleep in a futex wait
   uint64_t running = 0;      // on a CPU or waiting for one (the kernel does not tell them apart)
   uint64_t preempted = 0;    // stopped in user space
   uint64_t other_syscalls = 0;
   uint64_t words = 0;        // distinct futex words waited on
   uint64_t top_waits = 0;    // futex waits on the word most waited on
-  uint32_t top_threads = 0;  // distinct threads whose allocating calls waited on it
+  uint32_t top_threads = 0;  // distinct threads whose calls waited on it
+  // How many distinct threads its sleepers would come from if each were drawn from the threads in
+  // proportion to their timed calls — as under one lock that every call takes — and the standard
+  // deviation of that number.  A lock that only some threads reach (an arena two threads share, a
+  // lock on a slow path that few threads take) leaves fewer.
+  double top_threads_expected = 0, top_threads_sd = 0;
   uint32_t top_allocating = 0;             // its waits in allocating calls of known size
   uint64_t top_min_size = 0, top_max_size = 0;  // their smallest and largest request
   bool top_sizes_apart = false;            // two of them at least twice apart (completion_coincidence.h sizes_apart)
@@ -42,7 +49,8 @@ class PeerWaitTally {
  public:
   // The profile's looks, to be joined to the timed calls given to add_call.
   void expect(const std::vector<Profile::PeerLook>& looks, bool recorded);
-  bool empty() const { return pending_.empty(); }
+  // No look to join or to weigh against the timed calls: add_call may be skipped.
+  bool empty() const { return pending_.empty() && joined_.empty(); }
   // A timed call of thread `serial`: joins the looks at it.
   void add_call(uint32_t serial, const format::Event& e);
   PeerWaitMeasure measure() const;
@@ -58,8 +66,13 @@ class PeerWaitTally {
   std::unordered_multimap<uint64_t, format::PeerWait> pending_;  // by (serial, start tick)
   std::vector<Joined> joined_;
   std::vector<uint64_t> allocating_by_group_;  // timed allocating calls of known size, per size group
+  std::unordered_map<uint32_t, uint64_t> calls_by_thread_;  // timed calls, per thread
   bool recorded_ = false;
 };
+
+// The number of distinct threads among `n` draws, each drawing thread t with probability p[t]:
+// its mean and standard deviation.
+std::pair<double, double> distinct_draws(const std::vector<double>& p, uint64_t n);
 
 // The futex system call, by the kernel's number: that of the machine that recorded the profile,
 // taken to be this one's architecture (a profile does not name its architecture).

@@ -366,9 +366,13 @@ PeerWaitsRecord decode_peer_waits(PayloadCursor& in) {
   for (size_t i = 0; i < rec.waits.size(); ++i) {
     const format::PeerWait& w = rec.waits[i];
     const uint64_t row_at = rows_at + i * sizeof(format::PeerWait);
-    if (w.peer_start_tick > w.tick)
+    if (format::peer_call_untimed(w.peer_start_tick)) {
+      if (format::peer_untimed_op(w.peer_start_tick) >= kOps)
+        in.fail_at(row_at, fmt::format("peer wait {}: unknown operation {}", i, format::peer_untimed_op(w.peer_start_tick)));
+    } else if (w.peer_start_tick > w.tick) {
       in.fail_at(row_at, fmt::format("peer wait {}: the peer's call starts at tick {}, after the look at {}", i,
                                      w.peer_start_tick, w.tick));
+    }
     if (w.peer_serial == rec.header.thread_serial)
       in.fail_at(row_at, fmt::format("peer wait {}: thread {} looked at itself", i, w.peer_serial));
     if (w.syscall < format::kPeerRunning)

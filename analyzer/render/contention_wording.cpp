@@ -70,11 +70,15 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
   if (in.peers.futex_waits > 0) {
     items.push_back({"sleepers_on_one_word", in.peers.top_share(),
                      fmt::format("of the {} calls another thread saw asleep inside the allocator in a futex wait ({} "
-                                 "looks at threads inside calls of 2 µs or more), the share that waited on the word "
-                                 "most waited on ({} words in all); its allocating calls came from {} threads, sizes "
-                                 "{}–{} B (1, from every thread and size: one lock for all)",
-                                 in.peers.futex_waits, in.peers.looks, in.peers.words, in.peers.top_threads,
-                                 in.peers.top_min_size, in.peers.top_max_size)});
+                                 "looks at threads inside calls: {} at calls timed for 2 µs or more, {} outside the "
+                                 "timing windows), the share that waited on the word most waited on ({} words in all); "
+                                 "they came from {} threads ({:.1f} ± {:.1f} if drawn from every thread's calls, as "
+                                 "one lock for all would leave them), its allocating calls of sizes {}–{} B (1, from "
+                                 "every thread and size: one lock for all)",
+                                 in.peers.futex_waits, in.peers.looks, in.peers.looks - in.peers.outside_looks,
+                                 in.peers.outside_looks, in.peers.words, in.peers.top_threads,
+                                 in.peers.top_threads_expected, in.peers.top_threads_sd, in.peers.top_min_size,
+                                 in.peers.top_max_size)});
   }
   if (in.ends_across.value) {
     items.push_back({"ends_coincide_across_classes", *in.ends_across.value,
@@ -185,10 +189,11 @@ std::string contention_reason(const ContentionVerdict& v) {
                          measure_text(a), ends_text(in.ends, in.ends_near_ns), slept_clause(in, "and"));
     case ContentionReason::SleepersOnOneWord:
       return fmt::format("calls asleep inside the allocator wait on one lock: {} of the {} calls seen asleep in a "
-                         "futex wait waited on one word, among them allocating calls of {} threads and of sizes from "
-                         "{} to {} bytes{}; one lock serves every thread and size class",
-                         in.peers.top_waits, in.peers.futex_waits, in.peers.top_threads, in.peers.top_min_size,
-                         in.peers.top_max_size,
+                         "futex wait waited on one word, calls of {} threads ({:.1f} if every thread's calls were as "
+                         "likely to) among them allocating calls of sizes from {} to {} bytes{}; one lock serves every "
+                         "thread and size class",
+                         in.peers.top_waits, in.peers.futex_waits, in.peers.top_threads, in.peers.top_threads_expected,
+                         in.peers.top_min_size, in.peers.top_max_size,
                          in.slow_slept ? fmt::format(", and {}", slept_text(in)) : std::string());
     case ContentionReason::TakeTurns:
       return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "

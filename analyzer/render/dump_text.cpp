@@ -263,7 +263,10 @@ std::string trace_section(const Profile& p) {
                                                                    : fmt::format("syscall {}", state);
       states += fmt::format("{}{} {}", states.empty() ? "" : ", ", name, group_digits(n));
     }
-    fields.add("peer looks", fmt::format("{} ({})", group_digits(p.peer_waits.size()), states));
+    uint64_t outside = 0;
+    for (const Profile::PeerLook& l : p.peer_waits) outside += format::peer_call_untimed(l.wait.peer_start_tick);
+    fields.add("peer looks", fmt::format("{} ({}); {} outside the windows", group_digits(p.peer_waits.size()), states,
+                                         group_digits(outside)));
   }
   fields.add("modules", group_digits(p.modules.modules().size()));
   for (const auto& m : p.modules.modules()) {

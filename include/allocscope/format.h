@@ -125,6 +125,9 @@ constexpr uint64_t kModeNoticeBounded = 1u << 6;
 // The shim looked at threads inside long timed calls (PeerWaits chunks): without the flag, a
 // profile says nothing of where waiting threads waited.
 constexpr uint64_t kModePeerWaits = 1u << 7;
+// Besides, outside the windows, the process looked now and then (at most once per
+// kPeerLookOutsideGapNs) at a thread inside any allocator call (PeerWait with kPeerUntimed).
+constexpr uint64_t kModePeerLooksOutside = 1u << 8;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -350,9 +353,23 @@ static_assert(sizeof(LockWaitRow) == 48);
 // two arguments — for a futex wait, the address of the word it waits on and the operation.  The
 // call it was inside is the peer's Event with start_tick == peer_start_tick.  Nothing is recorded
 // if the peer left that call while it was read.
+// With kModePeerLooksOutside, the process also looks outside the windows, at most once per
+// kPeerLookOutsideGapNs (all threads together): the thread that notices it is time picks one of
+// the threads inside an allocator call, timed or not, at random.  The peer's call has no Event
+// then: peer_start_tick carries kPeerUntimed and the call's op and size bucket
+// (peer_untimed_call).  Such looks sample, at moments that do not depend on the allocator, what
+// threads inside its calls are doing.
 constexpr uint64_t kPeerLookGapNs = 25000;
-constexpr int32_t kPeerInUserSpace = -1;  // not in a system call: preempted in user space
+constexpr uint64_t kPeerLookOutsideGapNs = 1000000;
+constexpr int32_t kPeerInUserSpace = -1;  // not in a system call: preempted in user space (arg0 sp, arg1 pc)
 constexpr int32_t kPeerRunning = -2;      // on a CPU: the kernel does not say more
+constexpr uint64_t kPeerUntimed = uint64_t{1} << 63;
+constexpr uint64_t peer_untimed_call(unsigned op, unsigned bucket) {
+  return kPeerUntimed | static_cast<uint64_t>(op & 0xff) << 8 | (bucket & 0xff);
+}
+constexpr bool peer_call_untimed(uint64_t peer_start_tick) { return (peer_start_tick & kPeerUntimed) != 0; }
+constexpr unsigned peer_untimed_op(uint64_t peer_start_tick) { return static_cast<unsigned>(peer_start_tick >> 8) & 0xff; }
+constexpr unsigned peer_untimed_bucket(uint64_t peer_start_tick) { return static_cast<unsigned>(peer_start_tick) & 0xff; }
 struct PeerWaitsHeader {
   uint32_t thread_serial;  // the observer
   uint32_t count;
@@ -360,7 +377,7 @@ struct PeerWaitsHeader {
 static_assert(sizeof(PeerWaitsHeader) == 8);
 struct PeerWait {
   uint64_t tick;             // when the observer looked
-  uint64_t peer_start_tick;  // the start of the peer's timed call
+  uint64_t peer_start_tick;  // the start of the peer's timed call, or peer_untimed_call(op, bucket)
   uint32_t peer_serial;
   int32_t syscall;           // the kernel's number of the system call, or kPeerInUserSpace / kPeerRunning
   uint64_t arg0, arg1;       // its first two arguments

@@ -472,8 +472,9 @@ ContentionVerdict judge_words(const PeerWaitMeasure& p, uint32_t busy) {
   return judge_contention(in);
 }
 
-// 40 sleepers seen, `on_top` of them on one word, from `threads` threads' allocating calls of 16 B to 1 KiB.
-PeerWaitMeasure sleepers(uint64_t on_top, uint32_t threads) {
+// 40 sleepers seen, `on_top` of them on one word, from `threads` threads' allocating calls of 16 B
+// to 1 KiB; `busy` threads make allocating calls alike.
+PeerWaitMeasure sleepers(uint64_t on_top, uint32_t threads, uint32_t busy) {
   PeerWaitMeasure p;
   p.recorded = true;
   p.looks = 200;
@@ -486,11 +487,12 @@ PeerWaitMeasure sleepers(uint64_t on_top, uint32_t threads) {
   p.top_max_size = 1024;
   p.top_sizes_apart = true;
   p.top_spans_median = true;
+  std::tie(p.top_threads_expected, p.top_threads_sd) = distinct_draws(std::vector<double>(busy, 1.0 / busy), p.top_allocating);
   return p;
 }
 
 TEST(ContentionVerdict, SleepersOfEveryThreadOnOneWordAreOneLock) {
-  const ContentionVerdict v = judge_words(sleepers(40, 5), 8);
+  const ContentionVerdict v = judge_words(sleepers(40, 8, 8), 8);
   EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
   EXPECT_EQ(v.reason, ContentionReason::SleepersOnOneWord);
   EXPECT_GT(v.confidence, 0.9);
@@ -500,28 +502,44 @@ TEST(ContentionVerdict, SleepersOfEveryThreadOnOneWordAreOneLock) {
   EXPECT_TRUE(shown);
 }
 
+TEST(ContentionVerdict, SleepersSeenAreSleepsEnoughWithoutSlowTimedCallsThatSlept) {
+  // Musl at 8 threads on 2 CPUs: most slow timed calls were preempted, 3 of 149 slept; the looks
+  // outside the windows saw 31 calls asleep, every one on one word.
+  ContentionInputs in = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  in.slow_switched = 149;
+  in.slow_slept = 3;
+  in.busy_threads = 8;
+  in.peers = sleepers(40, 8, 8);
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::GlobalLock);
+}
+
 TEST(ContentionVerdict, SleepersOnSeveralWordsOrOfFewThreadsAreNotOneLock) {
   // Several words (a lock per class or arena), or one word shared by two threads of sixteen (two
-  // threads on one glibc arena), or one size only, or large sizes only, or sleepers while slow
-  // calls do not sleep.
-  EXPECT_NE(judge_words(sleepers(30, 5), 8).kind, ContentionKind::GlobalLock);
-  EXPECT_NE(judge_words(sleepers(40, 2), 16).kind, ContentionKind::GlobalLock);
-  PeerWaitMeasure one_size = sleepers(40, 5);
+  // threads on one glibc arena), or one size only, or large sizes only, or too few sleepers.
+  EXPECT_NE(judge_words(sleepers(30, 8, 8), 8).kind, ContentionKind::GlobalLock);
+  EXPECT_NE(judge_words(sleepers(40, 2, 16), 16).kind, ContentionKind::GlobalLock);
+  PeerWaitMeasure one_size = sleepers(40, 8, 8);
   one_size.top_sizes_apart = false;
   EXPECT_NE(judge_words(one_size, 8).kind, ContentionKind::GlobalLock);
-  PeerWaitMeasure large_only = sleepers(40, 5);  // one lock for the sizes of 2 KiB and up
+  PeerWaitMeasure large_only = sleepers(40, 8, 8);  // one lock for the sizes of 2 KiB and up
   large_only.top_spans_median = false;
   EXPECT_NE(judge_words(large_only, 8).kind, ContentionKind::GlobalLock);
-  PeerWaitMeasure few = sleepers(40, 5);
+  PeerWaitMeasure few = sleepers(40, 8, 8);
   few.futex_waits = few.top_waits = 9;
   EXPECT_NE(judge_words(few, 8).kind, ContentionKind::GlobalLock);
-  ContentionInputs awake = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
-  awake.busy_threads = 8;
-  awake.slow_switched = 100;
-  awake.peers = sleepers(40, 5);
-  EXPECT_NE(judge_contention(awake).kind, ContentionKind::GlobalLock);
+  // Every thread sleeps on one word now and then, while allocations that meet another thread run
+  // no slower: a lock on a slow path that few calls take (scudo's refills and drains).
+  ContentionInputs slow_path = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  slow_path.busy_threads = 8;
+  slow_path.peers = sleepers(40, 8, 8);
+  slow_path.allocating.slower = SlowerMeasure{2900, 0.502, 0.005};
+  EXPECT_NE(judge_contention(slow_path).kind, ContentionKind::GlobalLock);
+  slow_path.allocating.slower = SlowerMeasure{2900, 0.55, 0.005};
+  EXPECT_EQ(judge_contention(slow_path).kind, ContentionKind::GlobalLock);
+  // Half the threads of eight (a lock on a path some threads take, or one arena they share).
+  EXPECT_NE(judge_words(sleepers(40, 4, 8), 8).kind, ContentionKind::GlobalLock);
   // Two threads, both asleep on one word: one lock for the two.
-  EXPECT_EQ(judge_words(sleepers(40, 2), 2).kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(judge_words(sleepers(40, 2, 2), 2).kind, ContentionKind::GlobalLock);
 }
 
 }  // namespace

@@ -1,0 +1,127 @@
+// Looks at threads inside allocator calls (model/peer_waits.h): joined to timed calls, or taken
+// outside the windows with the call's kind and size bucket from the peer's gate.
+#include "model/peer_waits.h"
+
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+
+#include <cmath>
+#include <vector>
+
+#include "allocscope/buckets.h"
+#include "allocscope/ops.h"
+
+namespace allocscope {
+namespace {
+
+constexpr uint64_t kWord = 0x7f00001000;
+
+Profile::PeerLook outside(uint32_t observer, uint32_t peer, Op op, uint64_t size, int32_t syscall, uint64_t word) {
+  Profile::PeerLook l{};
+  l.observer = observer;
+  l.wait.tick = 1000;
+  l.wait.peer_serial = peer;
+  l.wait.peer_start_tick = format::peer_untimed_call(static_cast<unsigned>(op), bucket_of(size));
+  l.wait.syscall = syscall;
+  l.wait.arg0 = word;
+  l.wait.arg1 = 128;  // FUTEX_WAIT | FUTEX_PRIVATE_FLAG
+  return l;
+}
+
+format::Event timed(Op op, uint64_t size, uint64_t start) {
+  format::Event e{};
+  e.op = static_cast<uint8_t>(op);
+  e.bucket = static_cast<uint8_t>(bucket_of(size));
+  e.size = static_cast<uint32_t>(size);
+  e.start_tick = start;
+  e.duration_ticks = 100;
+  return e;
+}
+
+TEST(PeerWaits, LooksOutsideTheWindowsCountWithTheirCallsKindAndSize) {
+  std::vector<Profile::PeerLook> looks;
+  for (uint32_t t = 1; t <= 4; ++t) {
+    looks.push_back(outside(9, t, Op::Malloc, 16u << t, SYS_futex, kWord));   // asleep on the word
+    looks.push_back(outside(9, t, Op::Free, 0, SYS_futex, kWord));            // a free of unknown size
+    looks.push_back(outside(9, t, Op::Malloc, 64, format::kPeerRunning, 0));  // on a CPU
+  }
+  looks.back().wait.peer_start_tick = format::peer_untimed_call(static_cast<unsigned>(Op::Free), kBucketUnknown);
+  PeerWaitTally tally;
+  tally.expect(looks, true);
+  // Timed allocating calls give the median request (64 B here: size group 6), and each thread's
+  // share of the timed calls: the four alike.
+  for (uint32_t t = 1; t <= 4; ++t)
+    for (uint64_t i = 0; i < 10; ++i) tally.add_call(t, timed(Op::Malloc, 64, 5000 + i * 1000));
+  const PeerWaitMeasure m = tally.measure();
+  EXPECT_EQ(m.looks, 12u);
+  EXPECT_EQ(m.outside_looks, 12u);
+  EXPECT_EQ(m.futex_waits, 8u);
+  EXPECT_EQ(m.running, 4u);
+  EXPECT_EQ(m.words, 1u);
+  EXPECT_EQ(m.top_waits, 8u);
+  EXPECT_EQ(m.top_threads, 4u);     // the threads whose calls slept there
+  EXPECT_EQ(m.top_allocating, 4u);  // the frees are not allocating calls
+  EXPECT_EQ(m.top_min_size, bucket_lo(bucket_of(32)));
+  EXPECT_EQ(m.top_max_size, bucket_lo(bucket_of(256)));
+  EXPECT_TRUE(m.top_sizes_apart);
+  EXPECT_TRUE(m.top_spans_median);
+  // Eight sleepers drawn from four threads alike come from 4 (1 - (3/4)^8) = 3.6 threads on average.
+  EXPECT_NEAR(m.top_threads_expected, 4 * (1 - std::pow(0.75, 8)), 1e-9);
+  EXPECT_GT(m.top_threads_sd, 0.3);
+}
+
+TEST(PeerWaits, DistinctThreadsAmongDrawsMatchACount) {
+  // Exact for one draw and for one thread; the mean and spread of a simulation otherwise.
+  auto [one, one_sd] = distinct_draws({0.25, 0.25, 0.5}, 1);
+  EXPECT_DOUBLE_EQ(one, 1);
+  EXPECT_NEAR(one_sd, 0, 1e-9);
+  auto [only, only_sd] = distinct_draws({1.0}, 30);
+  EXPECT_DOUBLE_EQ(only, 1);
+  EXPECT_NEAR(only_sd, 0, 1e-9);
+  const std::vector<double> p = {0.4, 0.3, 0.1, 0.1, 0.05, 0.05};
+  auto [mean, sd] = distinct_draws(p, 6);
+  uint64_t state = 12345;
+  double sum = 0, sum2 = 0;
+  constexpr int kRuns = 200000;
+  for (int r = 0; r < kRuns; ++r) {
+    unsigned seen = 0;
+    for (int d = 0; d < 6; ++d) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      double u = static_cast<double>(state >> 11) / 9007199254740992.0, acc = 0;
+      for (size_t t = 0; t < p.size(); ++t) {
+        acc += p[t];
+        if (u < acc || t + 1 == p.size()) {
+          seen |= 1u << t;
+          break;
+        }
+      }
+    }
+    const double k = __builtin_popcount(seen);
+    sum += k;
+    sum2 += k * k;
+  }
+  const double sim_mean = sum / kRuns, sim_sd = std::sqrt(sum2 / kRuns - sim_mean * sim_mean);
+  EXPECT_NEAR(mean, sim_mean, 0.01);
+  EXPECT_NEAR(sd, sim_sd, 0.01);
+}
+
+TEST(PeerWaits, ALookAtATimedCallJoinsItOnlyWhileTheCallLasted) {
+  Profile::PeerLook in{};
+  in.wait.tick = 5050;
+  in.wait.peer_serial = 2;
+  in.wait.peer_start_tick = 5000;
+  in.wait.syscall = SYS_futex;
+  in.wait.arg0 = kWord;
+  Profile::PeerLook late = in;
+  late.wait.tick = 5200;  // after the call's end: another call's wait
+  PeerWaitTally tally;
+  tally.expect({in, late}, true);
+  tally.add_call(2, timed(Op::Malloc, 100, 5000));
+  const PeerWaitMeasure m = tally.measure();
+  EXPECT_EQ(m.looks, 1u);
+  EXPECT_EQ(m.outside_looks, 0u);
+  EXPECT_EQ(m.futex_waits, 1u);
+}
+
+}  // namespace
+}  // namespace allocscope
