@@ -137,14 +137,14 @@ bool make_look_room(Slot* self) {
   return written;
 }
 
-void look_outside(Slot* self, uint64_t now) {
+bool look_outside(Slot* self, uint64_t now) {
   const SamplingConfig& c = g_sampling;
   uint64_t due = g_next_outside_look.load(std::memory_order_relaxed);
   if (now < due || !g_next_outside_look.compare_exchange_strong(due, now + c.look_outside_gap, std::memory_order_relaxed))
-    return;  // another thread looks this time
+    return false;  // another thread looks this time
   if (g_unreadable.load(std::memory_order_relaxed) || g_no_vm_read.load(std::memory_order_relaxed) ||
       !make_look_room(self))
-    return;
+    return false;
   const uint64_t pick = mix64(now ^ self->h.serial);
   Slot* peers[kPeerCandidates];
   const uint32_t n = some_peers(self, pick, peers, kPeerCandidates);
@@ -154,11 +154,11 @@ void look_outside(Slot* self, uint64_t now) {
     addrs[m] = load_shared(peers[i]->h.gate_addr);
     if (addrs[m]) peers[m++] = peers[i];
   }
-  if (m == 0) return;
+  if (m == 0) return false;
   const long got = read_gates(addrs, gates, m);
   if (got < 0) {
     g_no_vm_read.store(true, std::memory_order_relaxed);
-    return;
+    return false;
   }
   // One of the threads inside an allocator call, each as likely (reservoir sampling of one).
   long chosen = -1;
@@ -168,12 +168,12 @@ void look_outside(Slot* self, uint64_t now) {
     ++seen;
     if (mix64(pick + seen) % seen == 0) chosen = i;
   }
-  if (chosen < 0) return;
+  if (chosen < 0) return false;
   Slot* peer = peers[chosen];
   format::PeerWait w{};
   w.peer_serial = load_shared(peer->h.serial);
   const int fd = open_peer(load_shared(peer->h.tid));
-  if (fd < 0) return;
+  if (fd < 0) return false;
   // The call may have ended while the file was opened: the one in progress now, if any, is looked at.
   // The decisions before the gate: a gate read again unchanged, with no decision since, is one call.
   uint64_t gate = 0, decided = 0;
@@ -185,11 +185,44 @@ void look_outside(Slot* self, uint64_t now) {
     return now_gate == gate && now_decided == decided && peer->h.state.load(std::memory_order_acquire) == kSlotOwned &&
            load_shared(peer->h.serial) == w.peer_serial;
   };
-  if (!read_peer(fd, &w, still_inside)) return;  // the peer left the call while it was read
+  if (!read_peer(fd, &w, still_inside)) return false;  // the peer left the call while it was read
   w.peer_start_tick = format::peer_untimed_call(gate_op(gate), gate_bucket(gate));
   w.tick = now;
-  keep_look(self, w);
+  // The call this thread was about to make becomes the probe, if its switches can be read.
+  ThreadCtx& t = t_ctx;
+  format::Rusage ru;
+  read_thread_rusage(ru);
+  if (ru.nvcsw == ~uint64_t{0}) {
+    keep_look(self, w);
+    return false;
+  }
+  t.probe_look = w;
+  t.probe_nvcsw = ru.nvcsw;
+  t.probe_pending = 1;
+  return true;
 }
+
+void finish_probe(unsigned op, uint64_t t0) {
+  const uint64_t t1 = ticks();
+  ThreadCtx& t = t_ctx;
+  if (!t.probe_pending || !t.slot) return;
+  t.probe_pending = 0;
+  format::Rusage ru;
+  read_thread_rusage(ru);
+  format::PeerWait w = t.probe_look;
+  if (ru.nvcsw != ~uint64_t{0}) w.peer_start_tick |= format::peer_probe(op, t1 - t0, ru.nvcsw > t.probe_nvcsw);
+  keep_look(t.slot, w);
+  t.sw_valid = 0;
+}
+
+void drop_probe() {
+  ThreadCtx& t = t_ctx;
+  if (!t.probe_pending) return;
+  t.probe_pending = 0;
+  if (t.slot) keep_look(t.slot, t.probe_look);
+}
+
+
 
 void look_at_peers(Slot* self, uint64_t now) {
   ThreadCtx& t = t_ctx;

@@ -15,7 +15,8 @@
 //
 // Outside the windows (format.h kModePeerLooksOutside) the process looks too, at most once per
 // kPeerLookOutsideGapNs whichever thread notices it is time (at a window check): at one of the
-// threads inside any allocator call, timed or not.  Which threads are inside, and in which call,
+// threads inside any allocator call, timed or not; and then times its own call, the one it was
+// about to make (a probe: did the lock it saw hold that call up too?).  Which threads are inside, and in which call,
 // their gate words say (recorder.h in_call_depth), read with process_vm_readv, which fails
 // rather than faults on a thread that has exited meanwhile; read again after the /proc file, the
 // same word with no timing decision since means the same call.
@@ -36,8 +37,12 @@ void look_at_peers(Slot* self, uint64_t now);
 constexpr uint32_t kPeerCandidates = 16;
 // The tick from which the next look outside the windows is due.
 extern std::atomic<uint64_t> g_next_outside_look;
-// At a window check outside the windows: looks, if it is due (checked inline first).
-void look_outside(Slot* self, uint64_t now);
+// At a window check outside the windows: looks, if it is due (checked inline first).  True when
+// it saw something: the look waits in ThreadCtx::probe_look for the call about to be made, which
+// is timed as a probe (finish_probe, recorder.h) — or kept as it is (drop_probe).
+bool look_outside(Slot* self, uint64_t now);
+// Keeps a pending look without its probe (the call failed or threw).
+void drop_probe();
 inline bool outside_look_due(uint64_t now) {
   return g_sampling.look_outside_gap && now >= g_next_outside_look.load(std::memory_order_relaxed);
 }

@@ -224,14 +224,15 @@ namespace {
 // Outside the windows, a decision that times nothing: when to check again, and the periodic flush.
 Timing untimed_decision(ThreadCtx& t, Slot* s, const SamplingConfig& c, uint64_t now, bool was_timing) {
   t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
+  bool probe = false;
   if (__builtin_expect(outside_look_due(now), 0)) {
-    look_outside(s, now);
+    probe = look_outside(s, now);
     t.last_check = ticks();  // the look's microseconds are not the calls' pace
     t.sw_valid = 0;
   }
   store_shared(s->h.last_tick, now);
   if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);  // (checks the mode)
-  return Timing{0, false};
+  return Timing{probe ? ticks() : 0, false};
 }
 
 }  // namespace
@@ -288,8 +289,10 @@ void finish_slow(Timing tm, uint64_t t1, const CallInfo& call) {
   }
   if (tm.timed) {
     record_timed(s, call, tm.t0, t1);
-  } else if (tm.t0) {
+  } else if (tm.t0 && g_trace) {
     record_untimed(s, call, tm.t0);
+  } else if (tm.t0) {
+    drop_probe();  // a probe's call that failed: the look is kept without it
   }
 }
 

@@ -52,6 +52,11 @@ struct alignas(64) ThreadCtx {
   uint64_t sw_end;        // the tick they stand for
   uint32_t sw_valid;
   uint64_t next_look;     // the thread looks at other threads again from this tick (peer_waits.h)
+  // A look outside the windows whose observer's own call is being timed (peer_waits.h probes):
+  // the record, kept when that call ends, and the observer's voluntary switches before the call.
+  uint32_t probe_pending;
+  uint64_t probe_nvcsw;
+  format::PeerWait probe_look;
 };
 
 static_assert(offsetof(ThreadCtx, next_close) + sizeof(uint64_t) <= 64, "the hot fields in one line");
@@ -101,7 +106,8 @@ constexpr uint32_t kCheckEveryCountOnly = 1024; // count-only: just the periodic
 
 // What start_timing decided for a call.  `t0`: its start tick when it is timed, or when a trace
 // records it untimed (a trace records every call with its start; its duration only in the
-// sampling windows, or always with ALLOCSCOPE_SAMPLE=1); else 0.
+// sampling windows, or always with ALLOCSCOPE_SAMPLE=1), or when it follows a look outside the
+// windows (not timed, not a trace: a probe, peer_waits.h); else 0.
 struct Timing {
   uint64_t t0;
   bool timed;
@@ -224,10 +230,17 @@ inline void count_call(Slot* s, unsigned op, unsigned b, uint64_t size) {
 // thread.  `t1` is the end tick of a timed call.
 void finish_slow(Timing tm, uint64_t t1, const CallInfo& call);
 
+// The call that follows a look outside the windows ended (peer_waits.h): keeps the look with it.
+void finish_probe(unsigned op, uint64_t t0);
+
 __attribute__((always_inline)) inline void finish(Timing tm, unsigned op, unsigned b, uint64_t size,
                                                   bool failed, const void* addr,
                                                   const void* old_addr = nullptr) {
   if (__builtin_expect(tm.t0 != 0 || failed, 0)) {
+    if (!tm.timed && !failed && !g_trace) {  // a probe: the call after a look outside the windows
+      finish_probe(op, tm.t0);
+      return leave();
+    }
     if (!tm.timed && !failed) {  // a trace's untimed call: the usual one in a trace
       record_untimed(t_ctx.slot, CallInfo{op, b, size, false, reinterpret_cast<uint64_t>(addr),
                                           reinterpret_cast<uint64_t>(old_addr)},

@@ -37,10 +37,22 @@ constexpr double kJoinedShare = 0.9;         // … joining sizes that carry at 
 // … and no busy thread's allocations clearly awake (sleep_pairs.h kAwakeExpected), kMinSlept of them asleep
 constexpr uint64_t kMinWordWaits = 10;       // calls seen asleep in a futex wait before their words say anything, …
 constexpr double kOneWordShare = 0.9;        // … this share of them on one word, …
+constexpr uint64_t kMinProbes = 5;           // … and probes (peer_waits.h) that show ordinary allocations take it:
+constexpr double kHeldAfterSleeper = 0.5;    // … the next allocation held up after a sleeper was seen (lower bound), or
+constexpr double kProbesSlept = 0.05;        // … allocations asleep inside the allocator (lower bound above this)
 constexpr double kWordThreadsSd = 2;         // … from allocating calls of as many threads as one lock for all would leave, within this many σ (and two)
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// The lower end of Wilson's score interval for k successes in n trials, at z = 2.
+double wilson_low(uint64_t k, uint64_t n) {
+  if (n == 0) return 0;
+  constexpr double z = 2;
+  const double nn = static_cast<double>(n), p = static_cast<double>(k) / nn;
+  const double centre = p + z * z / (2 * nn), spread = z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
+  return (centre - spread) / (1 + z * z / nn);
+}
 
 // U of one class: met calls slower than alone calls, ties half, from the two histograms (calls
 // in one bin count as equally long: exact below 1024 ticks, 3 % wide above).
@@ -197,11 +209,23 @@ Rule by_sleep_pairs(const ContentionInputs& in) {
 // another thread inside wait: where they were measured no slower (S's upper bound below
 // kCorroborateAbove), the word is a lock on a path that few calls take — measured, scudo's stress
 // runs at 8 threads: 10 sleepers of 5 threads on one word across sizes 64-768 B (its refills and
-// drains share one lock), while met allocations read S 0.50 over 2,900 calls.
+// drains share one lock), while met allocations read S 0.50 over 2,900 calls.  The probes say
+// whether ordinary allocations take the lock: right after a thread was seen asleep on it, the
+// looking thread's own next allocation was held up (slept, or took 2 µs or more) — a congested
+// lock, as musl's; or ordinary allocations sleep inside the allocator often (lower bound above
+// 5 %) — a lock that every call takes, held briefly (a global mutex around a fast allocator).
+// Measured at the default sampling (docs/analysis.md): musl's and mallocng's next allocations
+// were held up 0.83-1.00 of the times after a sleeper, scudo's, jemalloc's and tcmalloc's 0-0.20
+// (their ordinary allocations slept 0-0.9 % of the probes under the stress and mixed workloads),
+// the global mutex's 0.03-0.25 with 13-38 % of its allocations asleep under mixed sizes.
 Rule by_shared_word(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
   const SlowerMeasure& s = in.allocating.slower;
   if (s.value && s.high() < kCorroborateAbove) return std::nullopt;
+  const bool holds_up = p.probes_after_sleeper >= kMinProbes &&
+                        wilson_low(p.probes_after_sleeper_held, p.probes_after_sleeper) >= kHeldAfterSleeper;
+  const bool sleep_often = p.probes >= kMinProbes && wilson_low(p.probes_slept, p.probes) > kProbesSlept;
+  if (!holds_up && !sleep_often) return std::nullopt;
   const double need_threads = std::max(2.0, std::ceil(p.top_threads_expected - kWordThreadsSd * p.top_threads_sd));
   if (p.futex_waits < kMinWordWaits || p.top_share() < kOneWordShare ||
       static_cast<double>(p.top_threads) < need_threads || !p.top_sizes_apart || !p.top_spans_median)

@@ -48,8 +48,9 @@ bool is_futex_wait(int32_t syscall, uint64_t op) {
          cmd == 11 /* WAIT_REQUEUE_PI */;
 }
 
-void PeerWaitTally::expect(const std::vector<Profile::PeerLook>& looks, bool recorded) {
+void PeerWaitTally::expect(const std::vector<Profile::PeerLook>& looks, bool recorded, uint64_t slow_ticks) {
   recorded_ = recorded;
+  slow_ticks_ = slow_ticks;
   for (const Profile::PeerLook& l : looks) {
     const format::PeerWait& w = l.wait;
     if (!format::peer_call_untimed(w.peer_start_tick)) {
@@ -94,6 +95,12 @@ PeerWaitMeasure PeerWaitTally::measure() const {
     else ++m.other_syscalls;
   }
   m.words = by_word.size();
+  for (const Joined& j : joined_) {
+    const uint64_t x = j.wait.peer_start_tick;
+    if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;
+    ++m.probes;
+    m.probes_slept += format::peer_probe_slept(x);
+  }
   if (by_word.empty()) return m;
   const auto top = std::max_element(by_word.begin(), by_word.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -111,6 +118,18 @@ PeerWaitMeasure PeerWaitTally::measure() const {
     max_group = std::max(max_group, size_group(j.size));
   }
   m.top_threads = static_cast<uint32_t>(threads.size());
+  for (const Joined& j : joined_) {
+    const uint64_t x = j.wait.peer_start_tick;
+    if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;
+    const bool held = format::peer_probe_slept(x) || format::peer_probe_ticks(x) >= slow_ticks_;
+    if (is_futex_wait(j.wait.syscall, j.wait.arg1) && j.wait.arg0 == top->first) {
+      ++m.probes_after_sleeper;
+      m.probes_after_sleeper_held += held;
+    } else {
+      ++m.probes_other;
+      m.probes_other_held += held;
+    }
+  }
   uint64_t calls = 0;
   for (const auto& [serial, n] : calls_by_thread_) calls += n;
   if (calls > 0) {

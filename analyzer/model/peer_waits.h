@@ -42,13 +42,29 @@ struct PeerWaitMeasure {
   // group of all timed allocating calls to at or above it: the sleepers are not confined to the
   // large sizes or the small ones (a lock for one wide class, say every size of 2 KiB and up).
   bool top_spans_median = false;
+  // Probes (format.h kPeerProbed): the looking thread's own allocating call, made just after the
+  // look.  After a look that saw a thread asleep on the top word, and after the other looks: how
+  // many, and how many of them were held up (slept, or took kSwitchSlowNs or longer).  A lock that
+  // every allocation takes holds up the call that follows the sight of a sleeper on it.
+  uint64_t probes_after_sleeper = 0, probes_after_sleeper_held = 0;
+  uint64_t probes_other = 0, probes_other_held = 0;
+  // Every probe, and those in which the looking thread slept inside the allocator: how often an
+  // ordinary allocation sleeps there.
+  uint64_t probes = 0, probes_slept = 0;
+  double held_after_sleeper() const {
+    return probes_after_sleeper ? static_cast<double>(probes_after_sleeper_held) / static_cast<double>(probes_after_sleeper) : 0;
+  }
+  double held_other() const {
+    return probes_other ? static_cast<double>(probes_other_held) / static_cast<double>(probes_other) : 0;
+  }
   double top_share() const { return futex_waits ? static_cast<double>(top_waits) / static_cast<double>(futex_waits) : 0; }
 };
 
 class PeerWaitTally {
  public:
-  // The profile's looks, to be joined to the timed calls given to add_call.
-  void expect(const std::vector<Profile::PeerLook>& looks, bool recorded);
+  // The profile's looks, to be joined to the timed calls given to add_call; a probe that lasted
+  // `slow_ticks` or longer was held up.
+  void expect(const std::vector<Profile::PeerLook>& looks, bool recorded, uint64_t slow_ticks);
   // No look to join or to weigh against the timed calls: add_call may be skipped.
   bool empty() const { return pending_.empty() && joined_.empty(); }
   // A timed call of thread `serial`: joins the looks at it.
@@ -68,6 +84,7 @@ class PeerWaitTally {
   std::vector<uint64_t> allocating_by_group_;  // timed allocating calls of known size, per size group
   std::unordered_map<uint32_t, uint64_t> calls_by_thread_;  // timed calls, per thread
   bool recorded_ = false;
+  uint64_t slow_ticks_ = 0;
 };
 
 // The number of distinct threads among `n` draws, each drawing thread t with probability p[t]:

@@ -73,12 +73,15 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  "looks at threads inside calls: {} at calls timed for 2 µs or more, {} outside the "
                                  "timing windows), the share that waited on the word most waited on ({} words in all); "
                                  "they came from {} threads ({:.1f} ± {:.1f} if drawn from every thread's calls, as "
-                                 "one lock for all would leave them), its allocating calls of sizes {}–{} B (1, from "
-                                 "every thread and size: one lock for all)",
+                                 "one lock for all would leave them), its allocating calls of sizes {}–{} B; the "
+                                 "looking threads' own next allocations were held up (slept, or took 2 µs or more) {} "
+                                 "of {} times after seeing a sleeper there and {} of {} times after other looks (1, "
+                                 "from every thread and size, holding up the next allocation: one lock for all)",
                                  in.peers.futex_waits, in.peers.looks, in.peers.looks - in.peers.outside_looks,
                                  in.peers.outside_looks, in.peers.words, in.peers.top_threads,
                                  in.peers.top_threads_expected, in.peers.top_threads_sd, in.peers.top_min_size,
-                                 in.peers.top_max_size)});
+                                 in.peers.top_max_size, in.peers.probes_after_sleeper_held,
+                                 in.peers.probes_after_sleeper, in.peers.probes_other_held, in.peers.probes_other)});
   }
   if (in.ends_across.value) {
     items.push_back({"ends_coincide_across_classes", *in.ends_across.value,

@@ -358,15 +358,34 @@ static_assert(sizeof(LockWaitRow) == 48);
 // the threads inside an allocator call, timed or not, at random.  The peer's call has no Event
 // then: peer_start_tick carries kPeerUntimed and the call's op and size bucket
 // (peer_untimed_call).  Such looks sample, at moments that do not depend on the allocator, what
-// threads inside its calls are doing.
+// threads inside its calls are doing.  The observer was about to make an allocator call of its
+// own when it looked: that call is timed (kPeerProbed), with its op, its duration in ticks
+// (saturated) and whether the observer slept in it (a voluntary context switch: kPeerProbeSlept).
+// A lock that every call takes holds up the observer's call too when another thread is asleep
+// on it; a lock on a path that few calls take does not.
 constexpr uint64_t kPeerLookGapNs = 25000;
 constexpr uint64_t kPeerLookOutsideGapNs = 1000000;
 constexpr int32_t kPeerInUserSpace = -1;  // not in a system call: preempted in user space (arg0 sp, arg1 pc)
 constexpr int32_t kPeerRunning = -2;      // on a CPU: the kernel does not say more
+// peer_start_tick of a look outside the windows: bits 0-7 the peer's size bucket, 8-15 its op;
+// 16-47 the observer's own call's duration in ticks, 48-55 its op, 61 kPeerProbeSlept, 62
+// kPeerProbed, 63 kPeerUntimed.
 constexpr uint64_t kPeerUntimed = uint64_t{1} << 63;
+constexpr uint64_t kPeerProbed = uint64_t{1} << 62;
+constexpr uint64_t kPeerProbeSlept = uint64_t{1} << 61;
 constexpr uint64_t peer_untimed_call(unsigned op, unsigned bucket) {
   return kPeerUntimed | static_cast<uint64_t>(op & 0xff) << 8 | (bucket & 0xff);
 }
+constexpr uint64_t peer_probe(unsigned op, uint64_t ticks, bool slept) {
+  return kPeerProbed | (slept ? kPeerProbeSlept : 0) | static_cast<uint64_t>(op & 0xff) << 48 |
+         (ticks > 0xffffffffu ? uint64_t{0xffffffffu} : ticks) << 16;
+}
+constexpr bool peer_probed(uint64_t peer_start_tick) {
+  return (peer_start_tick & (kPeerUntimed | kPeerProbed)) == (kPeerUntimed | kPeerProbed);
+}
+constexpr unsigned peer_probe_op(uint64_t peer_start_tick) { return static_cast<unsigned>(peer_start_tick >> 48) & 0xff; }
+constexpr uint64_t peer_probe_ticks(uint64_t peer_start_tick) { return peer_start_tick >> 16 & 0xffffffffu; }
+constexpr bool peer_probe_slept(uint64_t peer_start_tick) { return (peer_start_tick & kPeerProbeSlept) != 0; }
 constexpr bool peer_call_untimed(uint64_t peer_start_tick) { return (peer_start_tick & kPeerUntimed) != 0; }
 constexpr unsigned peer_untimed_op(uint64_t peer_start_tick) { return static_cast<unsigned>(peer_start_tick >> 8) & 0xff; }
 constexpr unsigned peer_untimed_bucket(uint64_t peer_start_tick) { return static_cast<unsigned>(peer_start_tick) & 0xff; }

@@ -234,5 +234,36 @@ class NoGlobalLock(VerdictCase):
         self.assert_no_lock(self.verdict("harness-glibc", 16, 250_000, allocator="jemalloc")[0])
 
 
+class LooksOutsideTheWindows(VerdictCase):
+    """Outside the timing windows the process looks, at most once a millisecond, at a thread inside
+    any allocator call (docs/analysis.md, "Where do sleeping calls wait?"): at the default sampling
+    the windows alone see too few sleepers."""
+
+    def looks(self, profile):
+        cal = self.dump(profile)["calibration"]
+        return cal["peer_looks_outside_windows"], cal["peer_looks_outside"], cal["peer_looks"]
+
+    def test_musl_mixed_sizes_at_the_default_sampling(self):
+        c, j = self.verdict("mixed-musl", 4, 7_000)
+        enabled, outside, _ = self.looks(os.path.join(self.dir, "run.asp"))
+        self.assertTrue(enabled)
+        self.assertGreater(outside, 50, self.describe(c))
+        self.assert_lock(c)
+        kinds = {e["kind"]: e["value"] for e in c["evidence"]}
+        if c["verdict"] == "global_lock" and c["reason"].startswith("calls asleep inside the allocator wait on one lock"):
+            self.assertGreaterEqual(kinds["sleepers_on_one_word"], 0.9, self.describe(c))
+
+    def test_scudo_refills_share_a_lock_that_is_not_one_for_all(self):
+        # Scudo's threads sleep now and then on one word that its refills and drains of every size
+        # class share, while allocations run side by side: not one lock for all.
+        self.assert_no_lock(self.verdict("harness-glibc", 8, 1_500_000, allocator="scudo")[0])
+
+    def test_no_looks_when_turned_off(self):
+        run = self.record([bench_program("mixed-musl"), "4", "3000"], env={"ALLOCSCOPE_PEERS": "0"})
+        self.assertEqual(run.rc, 0, run.stderr)
+        enabled, outside, looks = self.looks(run.profiles[0])
+        self.assertEqual((enabled, outside, looks), (False, 0, 0))
+
+
 if __name__ == "__main__":
     unittest.main()

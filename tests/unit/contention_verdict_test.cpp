@@ -473,7 +473,8 @@ ContentionVerdict judge_words(const PeerWaitMeasure& p, uint32_t busy) {
 }
 
 // 40 sleepers seen, `on_top` of them on one word, from `threads` threads' allocating calls of 16 B
-// to 1 KiB; `busy` threads make allocating calls alike.
+// to 1 KiB; `busy` threads make allocating calls alike.  The looking threads' next allocations
+// were held up 18 times of 20 after a sleeper (musl's congested lock).
 PeerWaitMeasure sleepers(uint64_t on_top, uint32_t threads, uint32_t busy) {
   PeerWaitMeasure p;
   p.recorded = true;
@@ -488,6 +489,10 @@ PeerWaitMeasure sleepers(uint64_t on_top, uint32_t threads, uint32_t busy) {
   p.top_sizes_apart = true;
   p.top_spans_median = true;
   std::tie(p.top_threads_expected, p.top_threads_sd) = distinct_draws(std::vector<double>(busy, 1.0 / busy), p.top_allocating);
+  p.probes_after_sleeper = 20;
+  p.probes_after_sleeper_held = 18;
+  p.probes = 200;
+  p.probes_slept = 4;
   return p;
 }
 
@@ -536,6 +541,22 @@ TEST(ContentionVerdict, SleepersOnSeveralWordsOrOfFewThreadsAreNotOneLock) {
   EXPECT_NE(judge_contention(slow_path).kind, ContentionKind::GlobalLock);
   slow_path.allocating.slower = SlowerMeasure{2900, 0.55, 0.005};
   EXPECT_EQ(judge_contention(slow_path).kind, ContentionKind::GlobalLock);
+  // Nothing shows that ordinary allocations take the lock: the next allocation after a sleeper
+  // ran on (3 of 20 held up), and allocations seldom sleep (2 of 200): a lock on a path that
+  // few calls take, as scudo's refills and drains — whatever the words say.
+  PeerWaitMeasure rare = sleepers(40, 8, 8);
+  rare.probes_after_sleeper_held = 3;
+  rare.probes_slept = 2;
+  EXPECT_NE(judge_words(rare, 8).kind, ContentionKind::GlobalLock);
+  // A lock every call takes but holds briefly (a global mutex around a fast allocator): the next
+  // allocation is seldom held up, yet ordinary allocations sleep often (40 of 200).
+  PeerWaitMeasure brief = rare;
+  brief.probes_slept = 40;
+  EXPECT_EQ(judge_words(brief, 8).kind, ContentionKind::GlobalLock);
+  // Too few probes after a sleeper to say (4 of 4), and none asleep.
+  PeerWaitMeasure few_probes = rare;
+  few_probes.probes_after_sleeper = few_probes.probes_after_sleeper_held = 4;
+  EXPECT_NE(judge_words(few_probes, 8).kind, ContentionKind::GlobalLock);
   // Half the threads of eight (a lock on a path some threads take, or one arena they share).
   EXPECT_NE(judge_words(sleepers(40, 4, 8), 8).kind, ContentionKind::GlobalLock);
   // Two threads, both asleep on one word: one lock for the two.

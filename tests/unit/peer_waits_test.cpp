@@ -47,7 +47,7 @@ TEST(PeerWaits, LooksOutsideTheWindowsCountWithTheirCallsKindAndSize) {
   }
   looks.back().wait.peer_start_tick = format::peer_untimed_call(static_cast<unsigned>(Op::Free), kBucketUnknown);
   PeerWaitTally tally;
-  tally.expect(looks, true);
+  tally.expect(looks, true, 1000);
   // Timed allocating calls give the median request (64 B here: size group 6), and each thread's
   // share of the timed calls: the four alike.
   for (uint32_t t = 1; t <= 4; ++t)
@@ -115,7 +115,7 @@ TEST(PeerWaits, ALookAtATimedCallJoinsItOnlyWhileTheCallLasted) {
   Profile::PeerLook late = in;
   late.wait.tick = 5200;  // after the call's end: another call's wait
   PeerWaitTally tally;
-  tally.expect({in, late}, true);
+  tally.expect({in, late}, true, 1000);
   tally.add_call(2, timed(Op::Malloc, 100, 5000));
   const PeerWaitMeasure m = tally.measure();
   EXPECT_EQ(m.looks, 1u);
