@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "allocscope/buckets.h"
+#include "allocscope/ops.h"
 #include "allocscope/window_phase.h"
 #include "process_state.h"
 #include "recorder.h"
@@ -199,10 +201,27 @@ bool look_outside(Slot* self, uint64_t now) {
   t.probe_look = w;
   t.probe_nvcsw = ru.nvcsw;
   t.probe_pending = 1;
+  // Who is inside a call as this thread's own call starts (a few microseconds after the first read).
+  format::ProbePeers& pp = t.probe_peers;
+  pp = format::kNoProbePeers;
+  const long again = read_gates(addrs, gates, m);
+  for (long i = 0; i < again; i++) {
+    if (!gate_in_call(gates[i])) continue;
+    ++pp.inside;
+    const unsigned op = gate_op(gates[i]), bucket = gate_bucket(gates[i]);
+    if (allocates(op) && bucket < kSizeBuckets) {
+      pp.min_bucket = bucket < pp.min_bucket ? bucket : pp.min_bucket;
+      pp.max_bucket = bucket > pp.max_bucket ? bucket : pp.max_bucket;
+    } else {
+      pp.unknown = true;
+    }
+  }
+  // A thread whose word could not be read, or threads beyond those read: one may be inside a call.
+  if (again < static_cast<long>(m) || n == kPeerCandidates) pp.unknown = true;
   return true;
 }
 
-void finish_probe(unsigned op, uint64_t t0) {
+void finish_probe(unsigned op, unsigned bucket, uint64_t t0) {
   const uint64_t t1 = ticks();
   ThreadCtx& t = t_ctx;
   if (!t.probe_pending || !t.slot) return;
@@ -210,7 +229,8 @@ void finish_probe(unsigned op, uint64_t t0) {
   format::Rusage ru;
   read_thread_rusage(ru);
   format::PeerWait w = t.probe_look;
-  if (ru.nvcsw != ~uint64_t{0}) w.peer_start_tick |= format::peer_probe(op, t1 - t0, ru.nvcsw > t.probe_nvcsw);
+  if (ru.nvcsw != ~uint64_t{0})
+    w.peer_start_tick |= format::peer_probe(op, bucket, latency_bin_of(t1 - t0), ru.nvcsw > t.probe_nvcsw, t.probe_peers);
   keep_look(t.slot, w);
   t.sw_valid = 0;
 }

@@ -34,7 +34,7 @@ namespace allocscope {
 void look_at_peers(Slot* self, uint64_t now);
 
 // Gate words read at once by a look outside the windows: it looks at one of those inside a call.
-constexpr uint32_t kPeerCandidates = 16;
+constexpr uint32_t kPeerCandidates = 32;
 // The tick from which the next look outside the windows is due.
 extern std::atomic<uint64_t> g_next_outside_look;
 // At a window check outside the windows: looks, if it is due (checked inline first).  True when

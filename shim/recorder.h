@@ -57,6 +57,7 @@ struct alignas(64) ThreadCtx {
   uint32_t probe_pending;
   uint64_t probe_nvcsw;
   format::PeerWait probe_look;
+  format::ProbePeers probe_peers;  // the other threads inside calls as the probe's call starts
 };
 
 static_assert(offsetof(ThreadCtx, next_close) + sizeof(uint64_t) <= 64, "the hot fields in one line");
@@ -231,14 +232,14 @@ inline void count_call(Slot* s, unsigned op, unsigned b, uint64_t size) {
 void finish_slow(Timing tm, uint64_t t1, const CallInfo& call);
 
 // The call that follows a look outside the windows ended (peer_waits.h): keeps the look with it.
-void finish_probe(unsigned op, uint64_t t0);
+void finish_probe(unsigned op, unsigned bucket, uint64_t t0);
 
 __attribute__((always_inline)) inline void finish(Timing tm, unsigned op, unsigned b, uint64_t size,
                                                   bool failed, const void* addr,
                                                   const void* old_addr = nullptr) {
   if (__builtin_expect(tm.t0 != 0 || failed, 0)) {
     if (!tm.timed && !failed && !g_trace) {  // a probe: the call after a look outside the windows
-      finish_probe(op, tm.t0);
+      finish_probe(op, b, tm.t0);
       return leave();
     }
     if (!tm.timed && !failed) {  // a trace's untimed call: the usual one in a trace

@@ -40,7 +40,9 @@ constexpr double kOneWordShare = 0.9;        // … this share of them on one wo
 constexpr uint64_t kMinProbes = 5;           // … and probes (peer_waits.h) that show ordinary allocations take it:
 constexpr double kHeldAfterSleeper = 0.5;    // … the next allocation held up after a sleeper was seen (lower bound), or
 constexpr double kProbesSlept = 0.05;        // … allocations asleep inside the allocator (lower bound above this)
-constexpr double kWordThreadsSd = 2;         // … from allocating calls of as many threads as one lock for all would leave, within this many σ (and two)
+constexpr double kWordThreadsSd = 2;
+constexpr uint64_t kMinAcrossMedian = 3;     // … probes asleep beside sizes across the median request
+constexpr double kMapSyscallShare = 0.1;     // looks at threads in calls on the memory map: at most this share for the probes' sleeps         // … from allocating calls of as many threads as one lock for all would leave, within this many σ (and two)
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -237,6 +239,28 @@ Rule by_shared_word(const ContentionInputs& in) {
                   normal_cdf((share - kOneWordShare) / se)};
 }
 
+// Probes (peer_waits.h) of two or more threads slept inside the allocator while every other
+// thread inside a call was in an allocation of a size at least twice apart, some of them with
+// the sizes on either side of the median request: a lock per size class cannot put such a call
+// to sleep (measured: the per-class lock, whose one class for 2 KiB and up joins sizes twice
+// apart, slept in 2-3 of 45-67 such probes under mixed sizes, all of them above the median),
+// nor can an allocator without locks; one lock for every
+// call can, and does as often as it is contended (measured at two threads, where looks seldom find
+// a sleeper: docs/analysis.md).  Unless the allocator's calls spend their time on the memory map
+// (mmap and munmap of large blocks): there the kernel's own map lock puts calls to sleep, whatever
+// their size, without any lock of the allocator's.
+Rule by_probe_sleeps(const ContentionInputs& in) {
+  const PeerWaitMeasure& p = in.peers;
+  if (p.probes_apart_slept < kMinProbes || p.probes_apart_slept_threads < 2 ||
+      p.probes_apart_slept_across_median < kMinAcrossMedian || wilson_low(p.probes_apart_slept, p.probes_apart) <= kProbesSlept)
+    return std::nullopt;
+  if (p.looks == 0 || static_cast<double>(p.map_syscalls) >= kMapSyscallShare * static_cast<double>(p.looks))
+    return std::nullopt;
+  const double share = p.apart_slept_share(), n = static_cast<double>(p.probes_apart);
+  const double se = std::sqrt(std::max(share * (1 - share), 1.0 / n) / n);
+  return Decision{ContentionKind::GlobalLock, ContentionReason::ProbesSleepApart, normal_cdf((share - kProbesSlept) / se)};
+}
+
 // Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
 // exclusion does that; whether it spans size classes tells one lock from a lock per class.  A
 // shallow hole needs Q itself below kShallowTurnsBelow and met calls that wait as well:
@@ -326,6 +350,7 @@ Decision decide(const ContentionInputs& in) {
   if (in.timed == 0) return Decision{ContentionKind::Unsure, ContentionReason::NotTimed, 0};
   if (const Rule d = by_turns(in)) return *d;
   if (const Rule d = by_shared_word(in)) return *d;
+  if (const Rule d = by_probe_sleeps(in)) return *d;
   if (const Rule d = by_sleep_pairs(in)) return *d;
   if (!in.allocating.slower.value && !in.ends.value) return Decision{ContentionKind::Unsure, ContentionReason::TooFewMet, 0};
   if (const Rule d = by_slowness(in)) return *d;

@@ -114,6 +114,8 @@ enum class ContentionReason : uint8_t {
   SleepWhenMet,       // met calls are slower, also beside sizes twice apart, and slow calls sleep inside: a sleeping
                       // lock, one for all classes or one per class (unsure)
   SleepersOnOneWord,  // calls seen asleep inside, of most threads and sizes twice apart, waited on one futex word
+  ProbesSleepApart,   // allocations slept inside while every other thread inside was in an allocation of a size
+                      // twice apart (peer_waits.h probes)
 };
 
 struct ContentionInputs {

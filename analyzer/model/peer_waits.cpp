@@ -41,6 +41,11 @@ std::pair<double, double> distinct_draws(const std::vector<double>& p, uint64_t 
 
 bool is_futex(int32_t syscall) { return syscall == SYS_futex; }
 
+bool is_map_syscall(int32_t syscall) {
+  return syscall == SYS_mmap || syscall == SYS_munmap || syscall == SYS_mremap || syscall == SYS_madvise ||
+         syscall == SYS_brk || syscall == SYS_mprotect;
+}
+
 bool is_futex_wait(int32_t syscall, uint64_t op) {
   if (!is_futex(syscall)) return false;
   const uint64_t cmd = op & 0x7f;  // without FUTEX_PRIVATE_FLAG (128) and FUTEX_CLOCK_REALTIME (256)
@@ -60,7 +65,7 @@ void PeerWaitTally::expect(const std::vector<Profile::PeerLook>& looks, bool rec
     // A look outside the windows: the gate gave the call's kind and size bucket.
     const unsigned op = format::peer_untimed_op(w.peer_start_tick), bucket = format::peer_untimed_bucket(w.peer_start_tick);
     const bool sized = bucket < kSizeBuckets;
-    joined_.push_back(Joined{w, w.peer_serial, allocates(op), sized, sized ? bucket_lo(bucket) : 0});
+    joined_.push_back(Joined{w, l.observer, w.peer_serial, allocates(op), sized, sized ? bucket_lo(bucket) : 0});
   }
 }
 
@@ -77,7 +82,7 @@ void PeerWaitTally::add_call(uint32_t serial, const format::Event& e) {
     if (w.peer_serial != serial || w.peer_start_tick != e.start_tick) continue;
     if (w.tick > e.start_tick + e.duration_ticks) continue;  // looked after the call ended: not this call
     const bool sized = e.bucket != kBucketUnknown;
-    joined_.push_back(Joined{w, serial, allocates(e.op), sized, sized ? format::event_size(e) : 0});
+    joined_.push_back(Joined{w, 0, serial, allocates(e.op), sized, sized ? format::event_size(e) : 0});
   }
 }
 
@@ -92,15 +97,30 @@ PeerWaitMeasure PeerWaitTally::measure() const {
     if (w.syscall == format::kPeerRunning) ++m.running;
     else if (w.syscall == format::kPeerInUserSpace) ++m.preempted;
     else if (is_futex_wait(w.syscall, w.arg1)) ++m.futex_waits, ++by_word[w.arg0];
-    else ++m.other_syscalls;
+    else ++m.other_syscalls, m.map_syscalls += is_map_syscall(w.syscall);
   }
   m.words = by_word.size();
+  const std::optional<uint32_t> median = median_group();
+  std::set<uint32_t> apart_threads;
   for (const Joined& j : joined_) {
     const uint64_t x = j.wait.peer_start_tick;
     if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;
+    const bool slept = format::peer_probe_slept(x);
     ++m.probes;
-    m.probes_slept += format::peer_probe_slept(x);
+    m.probes_slept += slept;
+    const unsigned bucket = format::peer_probe_bucket(x);
+    const format::ProbePeers pp = format::peer_probe_peers(x);
+    if (bucket >= kSizeBuckets || pp.inside == 0 || pp.unknown || pp.min_bucket > pp.max_bucket) continue;
+    const uint32_t own = size_group(bucket_lo(bucket)), lo = size_group(bucket_lo(pp.min_bucket)),
+                   hi = size_group(bucket_lo(pp.max_bucket));
+    if (!(hi + 2 <= own || lo >= own + 2)) continue;
+    ++m.probes_apart;
+    if (!slept) continue;
+    ++m.probes_apart_slept;
+    apart_threads.insert(j.observer);
+    m.probes_apart_slept_across_median += median && ((own <= *median && *median <= lo) || (hi <= *median && *median <= own));
   }
+  m.probes_apart_slept_threads = static_cast<uint32_t>(apart_threads.size());
   if (by_word.empty()) return m;
   const auto top = std::max_element(by_word.begin(), by_word.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -121,7 +141,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   for (const Joined& j : joined_) {
     const uint64_t x = j.wait.peer_start_tick;
     if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;
-    const bool held = format::peer_probe_slept(x) || format::peer_probe_ticks(x) >= slow_ticks_;
+    const bool held = format::peer_probe_slept(x) || bucket_lo(format::peer_probe_latency_bin(x)) >= slow_ticks_;
     if (is_futex_wait(j.wait.syscall, j.wait.arg1) && j.wait.arg0 == top->first) {
       ++m.probes_after_sleeper;
       m.probes_after_sleeper_held += held;
@@ -138,15 +158,20 @@ PeerWaitMeasure PeerWaitTally::measure() const {
     std::tie(m.top_threads_expected, m.top_threads_sd) = distinct_draws(shares, m.top_waits);
   }
   m.top_sizes_apart = m.top_allocating >= 2 && sizes_apart(min_group, max_group);
+  m.top_spans_median = m.top_allocating > 0 && median && min_group <= *median && *median <= max_group;
+  return m;
+}
+
+std::optional<uint32_t> PeerWaitTally::median_group() const {
   uint64_t allocations = 0, below = 0;
   for (uint64_t n : allocating_by_group_) allocations += n;
+  if (allocations == 0) return std::nullopt;
   uint32_t median = 0;
   for (; median < allocating_by_group_.size(); ++median) {
     below += allocating_by_group_[median];
     if (2 * below >= allocations) break;
   }
-  m.top_spans_median = m.top_allocating > 0 && allocations > 0 && min_group <= median && median <= max_group;
-  return m;
+  return median;
 }
 
 }  // namespace allocscope

@@ -10,6 +10,7 @@
 // threads and which sizes its waiting *allocating* calls came from.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -27,6 +28,7 @@ struct PeerWaitMeasure {
   uint64_t running = 0;      // on a CPU or waiting for one (the kernel does not tell them apart)
   uint64_t preempted = 0;    // stopped in user space
   uint64_t other_syscalls = 0;
+  uint64_t map_syscalls = 0;  // of which in a call on the process's memory map (mmap, munmap, mremap, madvise, brk, mprotect)
   uint64_t words = 0;        // distinct futex words waited on
   uint64_t top_waits = 0;    // futex waits on the word most waited on
   uint32_t top_threads = 0;  // distinct threads whose calls waited on it
@@ -51,6 +53,18 @@ struct PeerWaitMeasure {
   // Every probe, and those in which the looking thread slept inside the allocator: how often an
   // ordinary allocation sleeps there.
   uint64_t probes = 0, probes_slept = 0;
+  // Probes of a known size whose observer saw, as its call started, other threads inside
+  // allocating calls only and all of sizes at least twice apart from its own (size groups two or
+  // more apart, all on one side): a lock per size class cannot make such a call sleep; one lock
+  // for all can.  How many, how many slept, and of how many observing threads.
+  uint64_t probes_apart = 0, probes_apart_slept = 0;
+  uint32_t probes_apart_slept_threads = 0;
+  // … of the sleepers, those whose own size and the others' lay on either side of the median
+  // request (a lock for one wide class, every size of 2 KiB and up, joins large sizes only).
+  uint64_t probes_apart_slept_across_median = 0;
+  double apart_slept_share() const {
+    return probes_apart ? static_cast<double>(probes_apart_slept) / static_cast<double>(probes_apart) : 0;
+  }
   double held_after_sleeper() const {
     return probes_after_sleeper ? static_cast<double>(probes_after_sleeper_held) / static_cast<double>(probes_after_sleeper) : 0;
   }
@@ -72,8 +86,11 @@ class PeerWaitTally {
   PeerWaitMeasure measure() const;
 
  private:
+  // The size group (completion_coincidence.h size_group) of the median timed allocating call.
+  std::optional<uint32_t> median_group() const;
   struct Joined {
     format::PeerWait wait;
+    uint32_t observer;
     uint32_t serial;
     bool allocating;
     bool sized;
@@ -94,6 +111,8 @@ std::pair<double, double> distinct_draws(const std::vector<double>& p, uint64_t 
 // The futex system call, by the kernel's number: that of the machine that recorded the profile,
 // taken to be this one's architecture (a profile does not name its architecture).
 bool is_futex(int32_t syscall);
+// A system call on the process's memory map: the kernel's map lock may put such calls to sleep.
+bool is_map_syscall(int32_t syscall);
 // A futex operation that sleeps until the word changes or a lock is handed over.
 bool is_futex_wait(int32_t syscall, uint64_t op);
 

@@ -83,6 +83,15 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  in.peers.top_max_size, in.peers.probes_after_sleeper_held,
                                  in.peers.probes_after_sleeper, in.peers.probes_other_held, in.peers.probes_other)});
   }
+  if (in.peers.probes_apart > 0) {
+    items.push_back({"probes_asleep_beside_sizes_apart", in.peers.apart_slept_share(),
+                     fmt::format("of the {} allocations timed right after a look at other threads (probes) while "
+                                 "every other thread inside a call was in an allocation of a size at least twice apart, "
+                                 "the share that slept inside the allocator ({} of {} threads' probes; {} probes in all, "
+                                 "{} asleep; a lock per size class leaves none asleep, one lock for every call does)",
+                                 in.peers.probes_apart, in.peers.probes_apart_slept_threads, in.peers.probes_apart_slept,
+                                 in.peers.probes, in.peers.probes_slept)});
+  }
   if (in.ends_across.value) {
     items.push_back({"ends_coincide_across_classes", *in.ends_across.value,
                      fmt::format("the same for calls of sizes at least twice apart, always of different size "
@@ -198,6 +207,12 @@ std::string contention_reason(const ContentionVerdict& v) {
                          in.peers.top_waits, in.peers.futex_waits, in.peers.top_threads, in.peers.top_threads_expected,
                          in.peers.top_min_size, in.peers.top_max_size,
                          in.slow_slept ? fmt::format(", and {}", slept_text(in)) : std::string());
+    case ContentionReason::ProbesSleepApart:
+      return fmt::format("allocations sleep inside the allocator behind calls of other sizes: {} of the {} "
+                         "allocations timed while every other thread inside a call was in an allocation of a size at "
+                         "least twice larger or smaller slept, in {} threads; a lock per size class cannot do that, "
+                         "one lock for every call does",
+                         in.peers.probes_apart_slept, in.peers.probes_apart, in.peers.probes_apart_slept_threads);
     case ContentionReason::TakeTurns:
       return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "
                          "makes them do",

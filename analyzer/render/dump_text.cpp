@@ -263,10 +263,16 @@ std::string trace_section(const Profile& p) {
                                                                    : fmt::format("syscall {}", state);
       states += fmt::format("{}{} {}", states.empty() ? "" : ", ", name, group_digits(n));
     }
-    uint64_t outside = 0;
-    for (const Profile::PeerLook& l : p.peer_waits) outside += format::peer_call_untimed(l.wait.peer_start_tick);
-    fields.add("peer looks", fmt::format("{} ({}); {} outside the windows", group_digits(p.peer_waits.size()), states,
-                                         group_digits(outside)));
+    uint64_t outside = 0, probes = 0, slept = 0;
+    for (const Profile::PeerLook& l : p.peer_waits) {
+      outside += format::peer_call_untimed(l.wait.peer_start_tick);
+      probes += format::peer_probed(l.wait.peer_start_tick);
+      slept += format::peer_probed(l.wait.peer_start_tick) && format::peer_probe_slept(l.wait.peer_start_tick);
+    }
+    fields.add("peer looks", fmt::format("{} ({}); {} outside the windows, {} followed by a timed call of the "
+                                         "observer's own ({} asleep)",
+                                         group_digits(p.peer_waits.size()), states, group_digits(outside),
+                                         group_digits(probes), group_digits(slept)));
   }
   fields.add("modules", group_digits(p.modules.modules().size()));
   for (const auto& m : p.modules.modules()) {

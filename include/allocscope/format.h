@@ -359,36 +359,64 @@ static_assert(sizeof(LockWaitRow) == 48);
 // then: peer_start_tick carries kPeerUntimed and the call's op and size bucket
 // (peer_untimed_call).  Such looks sample, at moments that do not depend on the allocator, what
 // threads inside its calls are doing.  The observer was about to make an allocator call of its
-// own when it looked: that call is timed (kPeerProbed), with its op, its duration in ticks
-// (saturated) and whether the observer slept in it (a voluntary context switch: kPeerProbeSlept).
-// A lock that every call takes holds up the observer's call too when another thread is asleep
-// on it; a lock on a path that few calls take does not.
+// own when it looked: that call is timed (kPeerProbed), with its op and size bucket, its duration
+// (its latency bin, buckets.h latency_bin_of) and whether the observer slept in it (a voluntary
+// context switch: kPeerProbeSlept); and just before it started, the observer read which other
+// threads were inside allocator calls (of up to 32 of them; more: kPeerProbeUnknownPeer): how many, the smallest and
+// the largest size bucket of their allocating calls, and whether one was in a call of no known
+// size (a free outside the windows, or another kind).  A lock that every call takes holds up the
+// observer's call too when another thread is asleep on it, and makes it sleep behind calls of
+// any size; a lock on a path that few calls take does neither, a lock per size class only
+// behind calls of its own class.
 constexpr uint64_t kPeerLookGapNs = 25000;
 constexpr uint64_t kPeerLookOutsideGapNs = 1000000;
 constexpr int32_t kPeerInUserSpace = -1;  // not in a system call: preempted in user space (arg0 sp, arg1 pc)
 constexpr int32_t kPeerRunning = -2;      // on a CPU: the kernel does not say more
-// peer_start_tick of a look outside the windows: bits 0-7 the peer's size bucket, 8-15 its op;
-// 16-47 the observer's own call's duration in ticks, 48-55 its op, 61 kPeerProbeSlept, 62
-// kPeerProbed, 63 kPeerUntimed.
+// peer_start_tick of a look outside the windows: bits 0-7 the peer's size bucket, 8-11 its op;
+// 12-15 the observer's own call's op, 16-23 its size bucket, 24-31 its latency bin; 32-39 and
+// 40-47 the smallest and largest bucket of the other threads' allocating calls in progress as it
+// started, 48-50 how many threads were inside calls then (saturated at 7), 51 one of them in a
+// call of no known size (kPeerProbeUnknownPeer); 61 kPeerProbeSlept, 62 kPeerProbed, 63
+// kPeerUntimed.
 constexpr uint64_t kPeerUntimed = uint64_t{1} << 63;
 constexpr uint64_t kPeerProbed = uint64_t{1} << 62;
 constexpr uint64_t kPeerProbeSlept = uint64_t{1} << 61;
+constexpr uint64_t kPeerProbeUnknownPeer = uint64_t{1} << 51;
 constexpr uint64_t peer_untimed_call(unsigned op, unsigned bucket) {
-  return kPeerUntimed | static_cast<uint64_t>(op & 0xff) << 8 | (bucket & 0xff);
+  return kPeerUntimed | static_cast<uint64_t>(op & 0xf) << 8 | (bucket & 0xff);
 }
-constexpr uint64_t peer_probe(unsigned op, uint64_t ticks, bool slept) {
-  return kPeerProbed | (slept ? kPeerProbeSlept : 0) | static_cast<uint64_t>(op & 0xff) << 48 |
-         (ticks > 0xffffffffu ? uint64_t{0xffffffffu} : ticks) << 16;
+// What the other threads were doing as the probe started: `inside` threads in calls, the smallest
+// and largest bucket of their allocating calls of known size (min > max: none), and whether one
+// was in a call of no known size.
+struct ProbePeers {
+  unsigned inside, min_bucket, max_bucket;
+  bool unknown;
+};
+constexpr ProbePeers kNoProbePeers{0, 0xff, 0, false};
+constexpr uint64_t peer_probe(unsigned op, unsigned bucket, unsigned latency_bin, bool slept, ProbePeers peers) {
+  return kPeerProbed | (slept ? kPeerProbeSlept : 0) | static_cast<uint64_t>(op & 0xf) << 12 |
+         static_cast<uint64_t>(bucket & 0xff) << 16 | static_cast<uint64_t>(latency_bin & 0xff) << 24 |
+         static_cast<uint64_t>(peers.min_bucket & 0xff) << 32 | static_cast<uint64_t>(peers.max_bucket & 0xff) << 40 |
+         static_cast<uint64_t>(peers.inside > 7 ? 7 : peers.inside) << 48 | (peers.unknown ? kPeerProbeUnknownPeer : 0);
 }
 constexpr bool peer_probed(uint64_t peer_start_tick) {
   return (peer_start_tick & (kPeerUntimed | kPeerProbed)) == (kPeerUntimed | kPeerProbed);
 }
-constexpr unsigned peer_probe_op(uint64_t peer_start_tick) { return static_cast<unsigned>(peer_start_tick >> 48) & 0xff; }
-constexpr uint64_t peer_probe_ticks(uint64_t peer_start_tick) { return peer_start_tick >> 16 & 0xffffffffu; }
-constexpr bool peer_probe_slept(uint64_t peer_start_tick) { return (peer_start_tick & kPeerProbeSlept) != 0; }
+constexpr unsigned peer_untimed_op(uint64_t x) { return static_cast<unsigned>(x >> 8) & 0xf; }
+constexpr unsigned peer_untimed_bucket(uint64_t x) { return static_cast<unsigned>(x) & 0xff; }
+constexpr unsigned peer_probe_op(uint64_t x) { return static_cast<unsigned>(x >> 12) & 0xf; }
+constexpr unsigned peer_probe_bucket(uint64_t x) { return static_cast<unsigned>(x >> 16) & 0xff; }
+constexpr unsigned peer_probe_latency_bin(uint64_t x) { return static_cast<unsigned>(x >> 24) & 0xff; }
+constexpr bool peer_probe_slept(uint64_t x) { return (x & kPeerProbeSlept) != 0; }
+constexpr ProbePeers peer_probe_peers(uint64_t x) {
+  ProbePeers p = kNoProbePeers;
+  p.min_bucket = static_cast<unsigned>(x >> 32) & 0xff;
+  p.max_bucket = static_cast<unsigned>(x >> 40) & 0xff;
+  p.inside = static_cast<unsigned>(x >> 48) & 7;
+  p.unknown = (x & kPeerProbeUnknownPeer) != 0;
+  return p;
+}
 constexpr bool peer_call_untimed(uint64_t peer_start_tick) { return (peer_start_tick & kPeerUntimed) != 0; }
-constexpr unsigned peer_untimed_op(uint64_t peer_start_tick) { return static_cast<unsigned>(peer_start_tick >> 8) & 0xff; }
-constexpr unsigned peer_untimed_bucket(uint64_t peer_start_tick) { return static_cast<unsigned>(peer_start_tick) & 0xff; }
 struct PeerWaitsHeader {
   uint32_t thread_serial;  // the observer
   uint32_t count;

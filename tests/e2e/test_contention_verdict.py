@@ -253,6 +253,20 @@ class LooksOutsideTheWindows(VerdictCase):
         if c["verdict"] == "global_lock" and c["reason"].startswith("calls asleep inside the allocator wait on one lock"):
             self.assertGreaterEqual(kinds["sleepers_on_one_word"], 0.9, self.describe(c))
 
+    def test_musl_two_threads_mixed_sizes(self):
+        # Two threads on two CPUs: a look seldom finds the other asleep (the looking thread holds
+        # no lock), but its own next allocation sleeps behind the other's of another size.
+        c, _ = self.verdict("mixed-musl", 2, 13_000)
+        self.assert_lock(c)
+        kinds = {e["kind"]: e["value"] for e in c["evidence"]}
+        if c["verdict"] == "global_lock" and c["reason"].startswith("allocations sleep inside the allocator"):
+            self.assertGreater(kinds["probes_asleep_beside_sizes_apart"], 0.05, self.describe(c))
+
+    def test_a_lock_per_size_class_two_threads_mixed_sizes(self):
+        # Its one class for every size of 2 KiB and up puts some allocations to sleep beside
+        # sizes twice apart, never across the median request.
+        self.assert_no_lock(self.verdict("mixed-glibc", 2, 320_000, allocator=test_allocator("classlock"))[0])
+
     def test_scudo_refills_share_a_lock_that_is_not_one_for_all(self):
         # Scudo's threads sleep now and then on one word that its refills and drains of every size
         # class share, while allocations run side by side: not one lock for all.

@@ -518,6 +518,44 @@ TEST(ContentionVerdict, SleepersSeenAreSleepsEnoughWithoutSlowTimedCallsThatSlep
   EXPECT_EQ(judge_contention(in).kind, ContentionKind::GlobalLock);
 }
 
+// Two threads under one lock: looks seldom see a sleeper, but the probes' allocations sleep while
+// the other thread is inside an allocation of a size twice apart.
+ContentionVerdict judge_probes(uint64_t apart, uint64_t slept, uint32_t threads, uint64_t across, uint64_t map_calls) {
+  ContentionInputs in = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  in.busy_threads = 2;
+  in.peers.recorded = true;
+  in.peers.looks = 300;
+  in.peers.map_syscalls = map_calls;
+  in.peers.probes = 300;
+  in.peers.probes_slept = 60;
+  in.peers.probes_apart = apart;
+  in.peers.probes_apart_slept = slept;
+  in.peers.probes_apart_slept_threads = threads;
+  in.peers.probes_apart_slept_across_median = across;
+  return judge_contention(in);
+}
+
+TEST(ContentionVerdict, ProbesAsleepBesideSizesTwiceApartAreOneLock) {
+  const ContentionVerdict v = judge_probes(170, 27, 2, 12, 4);
+  EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(v.reason, ContentionReason::ProbesSleepApart);
+  EXPECT_NE(contention_reason(v).find("27 of the 170 allocations"), std::string::npos);
+  bool shown = false;
+  for (const EvidenceItem& e : contention_evidence(v)) shown = shown || e.kind == "probes_asleep_beside_sizes_apart";
+  EXPECT_TRUE(shown);
+}
+
+TEST(ContentionVerdict, ProbesAsleepOnlyWithinAWideClassOrOnTheMemoryMapAreNotOneLock) {
+  // A few sleeps (a lock per class whose widest class joins sizes twice apart: 3 of 67).
+  EXPECT_NE(judge_probes(67, 3, 3, 0, 4).kind, ContentionKind::GlobalLock);
+  // Enough sleeps, but never across the median request (one class for every size of 2 KiB and up).
+  EXPECT_NE(judge_probes(170, 27, 2, 0, 4).kind, ContentionKind::GlobalLock);
+  // One thread's probes only.
+  EXPECT_NE(judge_probes(170, 27, 1, 12, 4).kind, ContentionKind::GlobalLock);
+  // Calls that spend their time on the memory map (mmap, munmap): the kernel's map lock.
+  EXPECT_NE(judge_probes(170, 27, 2, 12, 60).kind, ContentionKind::GlobalLock);
+}
+
 TEST(ContentionVerdict, SleepersOnSeveralWordsOrOfFewThreadsAreNotOneLock) {
   // Several words (a lock per class or arena), or one word shared by two threads of sixteen (two
   // threads on one glibc arena), or one size only, or large sizes only, or too few sleepers.

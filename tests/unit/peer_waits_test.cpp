@@ -70,6 +70,39 @@ TEST(PeerWaits, LooksOutsideTheWindowsCountWithTheirCallsKindAndSize) {
   EXPECT_GT(m.top_threads_sd, 0.3);
 }
 
+TEST(PeerWaits, ProbesAsleepBesideSizesTwiceApartAreCountedAcrossTheMedian) {
+  // Looks outside the windows at a running thread, each followed by the observer's own allocation
+  // (a probe) and what the others were inside as it started.
+  auto probe = [](uint32_t observer, uint64_t own, uint64_t lo, uint64_t hi, bool slept, bool unknown) {
+    Profile::PeerLook l = outside(observer, observer == 1 ? 2 : 1, Op::Malloc, 64, format::kPeerRunning, 0);
+    format::ProbePeers pp = format::kNoProbePeers;
+    pp.inside = 1;
+    pp.min_bucket = bucket_of(lo);
+    pp.max_bucket = bucket_of(hi);
+    pp.unknown = unknown;
+    l.wait.peer_start_tick |= format::peer_probe(static_cast<unsigned>(Op::Malloc), bucket_of(own), 10, slept, pp);
+    return l;
+  };
+  std::vector<Profile::PeerLook> looks = {
+      probe(1, 32, 1024, 1024, true, false),   // asleep beside 1 KiB: apart, across the median (64 B)
+      probe(2, 1024, 32, 48, true, false),     // the other way round
+      probe(1, 32, 1024, 1024, false, false),  // apart, awake
+      probe(2, 48, 64, 64, true, false),       // beside a near size: not apart
+      probe(1, 32, 1024, 1024, true, true),    // a thread in a call of no known size besides
+      probe(2, 4096, 32768, 32768, true, false),  // apart, but both above the median
+  };
+  PeerWaitTally tally;
+  tally.expect(looks, true, 1000);
+  for (uint64_t i = 0; i < 10; ++i) tally.add_call(1, timed(Op::Malloc, 64, 5000 + i * 1000));
+  const PeerWaitMeasure m = tally.measure();
+  EXPECT_EQ(m.probes, 6u);
+  EXPECT_EQ(m.probes_slept, 5u);
+  EXPECT_EQ(m.probes_apart, 4u);
+  EXPECT_EQ(m.probes_apart_slept, 3u);
+  EXPECT_EQ(m.probes_apart_slept_threads, 2u);
+  EXPECT_EQ(m.probes_apart_slept_across_median, 2u);
+}
+
 TEST(PeerWaits, DistinctThreadsAmongDrawsMatchACount) {
   // Exact for one draw and for one thread; the mean and spread of a simulation otherwise.
   auto [one, one_sd] = distinct_draws({0.25, 0.25, 0.5}, 1);
