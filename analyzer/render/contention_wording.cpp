@@ -87,10 +87,11 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
     items.push_back({"probes_asleep_beside_sizes_apart", in.peers.apart_slept_share(),
                      fmt::format("of the {} allocations timed right after a look at other threads (probes) while "
                                  "every other thread inside a call was in an allocation of a size at least twice apart, "
-                                 "the share that slept inside the allocator ({} of {} threads' probes; {} probes in all, "
-                                 "{} asleep; a lock per size class leaves none asleep, one lock for every call does)",
-                                 in.peers.probes_apart, in.peers.probes_apart_slept_threads, in.peers.probes_apart_slept,
-                                 in.peers.probes, in.peers.probes_slept)});
+                                 "the share that slept inside the allocator ({} asleep, in {} threads, {} of them beside "
+                                 "sizes on either side of the median request; {} probes in all, {} asleep; a lock per "
+                                 "size class leaves none asleep, one lock for every call does)",
+                                 in.peers.probes_apart, in.peers.probes_apart_slept, in.peers.probes_apart_slept_threads,
+                                 in.peers.probes_apart_slept_across_median, in.peers.probes, in.peers.probes_slept)});
   }
   if (in.ends_across.value) {
     items.push_back({"ends_coincide_across_classes", *in.ends_across.value,

@@ -80,6 +80,8 @@ class VerdictCase(E2ETestCase):
             kinds = {e["kind"]: e["value"] for e in c["evidence"]}
             if kinds.get("ends_coincide", 1) >= 0.9 and "wait on one lock" in c["reason"]:
                 self.assertGreaterEqual(kinds.get("sleepers_on_one_word", 0), 0.9, c)
+            elif kinds.get("ends_coincide", 1) >= 0.9 and c["reason"].startswith("allocations sleep inside"):
+                self.assertGreater(kinds.get("probes_asleep_beside_sizes_apart", 0), 0.05, c)
             elif kinds.get("ends_coincide", 1) >= 0.9:
                 self.assertGreaterEqual(kinds.get("sizes_joined_by_sleeps", 0), 0.9, c)
                 self.assertGreater(kinds.get("sleep_pairs_apart", 0), 0, c)
