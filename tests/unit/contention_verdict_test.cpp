@@ -523,6 +523,7 @@ TEST(ContentionVerdict, SleepersSeenAreSleepsEnoughWithoutSlowTimedCallsThatSlep
 ContentionVerdict judge_probes(uint64_t apart, uint64_t slept, uint32_t threads, uint64_t across, uint64_t map_calls) {
   ContentionInputs in = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
   in.busy_threads = 2;
+  in.cpus = 2;
   in.peers.recorded = true;
   in.peers.looks = 300;
   in.peers.map_syscalls = map_calls;
@@ -554,6 +555,12 @@ TEST(ContentionVerdict, ProbesAsleepOnlyWithinAWideClassOrOnTheMemoryMapAreNotOn
   EXPECT_NE(judge_probes(170, 27, 1, 12, 4).kind, ContentionKind::GlobalLock);
   // Calls that spend their time on the memory map (mmap, munmap): the kernel's map lock.
   EXPECT_NE(judge_probes(170, 27, 2, 12, 60).kind, ContentionKind::GlobalLock);
+  // More threads than CPUs: threads may share arenas.
+  ContentionInputs shared = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  shared.busy_threads = 16;
+  shared.cpus = 2;
+  shared.peers = judge_probes(170, 27, 2, 12, 4).inputs.peers;
+  EXPECT_NE(judge_contention(shared).kind, ContentionKind::GlobalLock);
 }
 
 TEST(ContentionVerdict, SleepersOnSeveralWordsOrOfFewThreadsAreNotOneLock) {
