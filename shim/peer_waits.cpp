@@ -170,32 +170,40 @@ bool look_outside(Slot* self, uint64_t now) {
     ++seen;
     if (mix64(pick + seen) % seen == 0) chosen = i;
   }
-  if (chosen < 0) return false;
-  Slot* peer = peers[chosen];
+  // The probe is taken whatever the look finds: a look that sees nobody records the probe alone.
   format::PeerWait w{};
-  w.peer_serial = load_shared(peer->h.serial);
-  const int fd = open_peer(load_shared(peer->h.tid));
-  if (fd < 0) return false;
-  // The call may have ended while the file was opened: the one in progress now, if any, is looked at.
-  // The decisions before the gate: a gate read again unchanged, with no decision since, is one call.
-  uint64_t gate = 0, decided = 0;
-  const auto still_inside = [&] {
-    uint64_t now_gate = 0;
-    const uint64_t now_decided = load_shared(peer->h.decisions);
-    if (read_gates(&addrs[chosen], &now_gate, 1) != 1 || !gate_in_call(now_gate)) return false;
-    if (gate == 0) gate = now_gate, decided = now_decided;
-    return now_gate == gate && now_decided == decided && peer->h.state.load(std::memory_order_acquire) == kSlotOwned &&
-           load_shared(peer->h.serial) == w.peer_serial;
-  };
-  if (!read_peer(fd, &w, still_inside)) return false;  // the peer left the call while it was read
-  w.peer_start_tick = format::peer_untimed_call(gate_op(gate), gate_bucket(gate));
+  w.peer_serial = load_shared(peers[0]->h.serial);
+  w.peer_start_tick = format::kPeerUntimed;
+  w.syscall = format::kPeerNotSeen;
   w.tick = now;
+  if (chosen >= 0) {
+    Slot* peer = peers[chosen];
+    format::PeerWait seen = w;
+    seen.peer_serial = load_shared(peer->h.serial);
+    const int fd = open_peer(load_shared(peer->h.tid));
+    // The call may have ended while the file was opened: the one in progress now, if any, is looked
+    // at.  The decisions before the gate: a gate read again unchanged, with no decision since, is
+    // one call.
+    uint64_t gate = 0, decided = 0;
+    const auto still_inside = [&] {
+      uint64_t now_gate = 0;
+      const uint64_t now_decided = load_shared(peer->h.decisions);
+      if (read_gates(&addrs[chosen], &now_gate, 1) != 1 || !gate_in_call(now_gate)) return false;
+      if (gate == 0) gate = now_gate, decided = now_decided;
+      return now_gate == gate && now_decided == decided && peer->h.state.load(std::memory_order_acquire) == kSlotOwned &&
+             load_shared(peer->h.serial) == seen.peer_serial;
+    };
+    if (fd >= 0 && read_peer(fd, &seen, still_inside)) {
+      seen.peer_start_tick = format::peer_untimed_call(gate_op(gate), gate_bucket(gate));
+      w = seen;
+    }
+  }
   // The call this thread was about to make becomes the probe, if its switches can be read.
   ThreadCtx& t = t_ctx;
   format::Rusage ru;
   read_thread_rusage(ru);
   if (ru.nvcsw == ~uint64_t{0}) {
-    keep_look(self, w);
+    if (w.syscall != format::kPeerNotSeen) keep_look(self, w);
     return false;
   }
   t.probe_look = w;
@@ -231,6 +239,8 @@ void finish_probe(unsigned op, unsigned bucket, uint64_t t0) {
   format::PeerWait w = t.probe_look;
   if (ru.nvcsw != ~uint64_t{0})
     w.peer_start_tick |= format::peer_probe(op, bucket, latency_bin_of(t1 - t0), ru.nvcsw > t.probe_nvcsw, t.probe_peers);
+  else if (w.syscall == format::kPeerNotSeen)
+    return;  // nothing seen, nothing probed
   keep_look(t.slot, w);
   t.sw_valid = 0;
 }
@@ -239,7 +249,7 @@ void drop_probe() {
   ThreadCtx& t = t_ctx;
   if (!t.probe_pending) return;
   t.probe_pending = 0;
-  if (t.slot) keep_look(t.slot, t.probe_look);
+  if (t.slot && t.probe_look.syscall != format::kPeerNotSeen) keep_look(t.slot, t.probe_look);
 }
 
 

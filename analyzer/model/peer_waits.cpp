@@ -91,8 +91,9 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   m.recorded = recorded_;
   std::map<uint64_t, uint64_t> by_word;
   for (const Joined& j : joined_) {
-    ++m.looks;
     const format::PeerWait& w = j.wait;
+    if (w.syscall == format::kPeerNotSeen) continue;  // a probe only
+    ++m.looks;
     if (format::peer_call_untimed(w.peer_start_tick)) ++m.outside_looks;
     if (w.syscall == format::kPeerRunning) ++m.running;
     else if (w.syscall == format::kPeerInUserSpace) ++m.preempted;

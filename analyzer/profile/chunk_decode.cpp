@@ -375,7 +375,7 @@ PeerWaitsRecord decode_peer_waits(PayloadCursor& in) {
     }
     if (w.peer_serial == rec.header.thread_serial)
       in.fail_at(row_at, fmt::format("peer wait {}: thread {} looked at itself", i, w.peer_serial));
-    if (w.syscall < format::kPeerRunning)
+    if (w.syscall < format::kPeerNotSeen || (w.syscall == format::kPeerNotSeen && !format::peer_call_untimed(w.peer_start_tick)))
       in.fail_at(row_at, fmt::format("peer wait {}: unknown state {}", i, w.syscall));
   }
   in.expect_end("PeerWaits");

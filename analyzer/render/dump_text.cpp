@@ -257,7 +257,8 @@ std::string trace_section(const Profile& p) {
     for (const Profile::PeerLook& l : p.peer_waits) ++by_state[l.wait.syscall];
     std::string states;
     for (const auto& [state, n] : by_state) {
-      const std::string name = state == format::kPeerRunning      ? "running"
+      const std::string name = state == format::kPeerNotSeen      ? "nobody seen"
+                               : state == format::kPeerRunning      ? "running"
                                : state == format::kPeerInUserSpace ? "preempted"
                                : is_futex(state)                   ? "futex"
                                                                    : fmt::format("syscall {}", state);

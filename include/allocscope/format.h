@@ -372,6 +372,9 @@ constexpr uint64_t kPeerLookGapNs = 25000;
 constexpr uint64_t kPeerLookOutsideGapNs = 1000000;
 constexpr int32_t kPeerInUserSpace = -1;  // not in a system call: preempted in user space (arg0 sp, arg1 pc)
 constexpr int32_t kPeerRunning = -2;      // on a CPU: the kernel does not say more
+// A look outside the windows that saw nothing (no thread inside a call, or it left the call before
+// the read): the record carries the observer's probe only.
+constexpr int32_t kPeerNotSeen = -3;
 // peer_start_tick of a look outside the windows: bits 0-7 the peer's size bucket, 8-11 its op;
 // 12-15 the observer's own call's op, 16-23 its size bucket, 24-31 its latency bin; 32-39 and
 // 40-47 the smallest and largest bucket of the other threads' allocating calls in progress as it
