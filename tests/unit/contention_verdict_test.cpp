@@ -598,6 +598,11 @@ TEST(ContentionVerdict, SleepersOnSeveralWordsOrOfFewThreadsAreNotOneLock) {
   PeerWaitMeasure brief = rare;
   brief.probes_slept = 40;
   EXPECT_EQ(judge_words(brief, 8).kind, ContentionKind::GlobalLock);
+  // … but not where the looks found calls on the memory map (the kernel's map lock): 60 of 200.
+  PeerWaitMeasure mapping = brief;
+  mapping.looks = 200;
+  mapping.map_syscalls = 60;
+  EXPECT_NE(judge_words(mapping, 8).kind, ContentionKind::GlobalLock);
   // Too few probes after a sleeper to say (4 of 4), and none asleep.
   PeerWaitMeasure few_probes = rare;
   few_probes.probes_after_sleeper = few_probes.probes_after_sleeper_held = 4;

@@ -101,6 +101,21 @@ TEST(PeerWaits, ProbesAsleepBesideSizesTwiceApartAreCountedAcrossTheMedian) {
   EXPECT_EQ(m.probes_apart_slept, 3u);
   EXPECT_EQ(m.probes_apart_slept_threads, 2u);
   EXPECT_EQ(m.probes_apart_slept_across_median, 2u);
+  EXPECT_EQ(m.looks, 6u);
+}
+
+TEST(PeerWaits, AProbeWithNobodySeenCountsAsAProbeNotALook) {
+  Profile::PeerLook l = outside(1, 2, Op::Malloc, 64, format::kPeerNotSeen, 0);
+  l.wait.peer_start_tick = format::kPeerUntimed |
+                           format::peer_probe(static_cast<unsigned>(Op::Malloc), bucket_of(64), 10, true, format::kNoProbePeers);
+  PeerWaitTally tally;
+  tally.expect({l}, true, 1000);
+  const PeerWaitMeasure m = tally.measure();
+  EXPECT_EQ(m.looks, 0u);
+  EXPECT_EQ(m.running, 0u);
+  EXPECT_EQ(m.probes, 1u);
+  EXPECT_EQ(m.probes_slept, 1u);
+  EXPECT_EQ(m.probes_apart, 0u);  // nobody inside a call
 }
 
 TEST(PeerWaits, DistinctThreadsAmongDrawsMatchACount) {
