@@ -113,6 +113,27 @@ long read_gates(const uint64_t* addrs, uint64_t* out, uint32_t n) {
   return sys::failed(r) ? 0 : r / static_cast<long>(sizeof(uint64_t));
 }
 
+// Which of the `n` threads whose gate words lie at `addrs` are inside calls, and of what sizes; a
+// word that could not be read counts as a call of no known size.
+format::ProbePeers who_is_inside(const uint64_t* addrs, uint32_t n) {
+  uint64_t gates[kPeerCandidates];
+  format::ProbePeers pp = format::kNoProbePeers;
+  const long got = read_gates(addrs, gates, n);
+  for (long i = 0; i < got; i++) {
+    if (!gate_in_call(gates[i])) continue;
+    ++pp.inside;
+    const unsigned op = gate_op(gates[i]), bucket = gate_bucket(gates[i]);
+    if (allocates(op) && bucket < kSizeBuckets) {
+      pp.min_bucket = bucket < pp.min_bucket ? bucket : pp.min_bucket;
+      pp.max_bucket = bucket > pp.max_bucket ? bucket : pp.max_bucket;
+    } else {
+      pp.unknown = true;
+    }
+  }
+  if (got < static_cast<long>(n)) pp.unknown = true;
+  return pp;
+}
+
 // Appends a record; false when the array is full (see make_look_room).
 bool keep_look(Slot* self, const format::PeerWait& w) {
   const uint32_t count = self->h.peer_count.load(std::memory_order_relaxed);
@@ -209,23 +230,10 @@ bool look_outside(Slot* self, uint64_t now) {
   t.probe_look = w;
   t.probe_nvcsw = ru.nvcsw;
   t.probe_pending = 1;
-  // Who is inside a call as this thread's own call starts (a few microseconds after the first read).
-  format::ProbePeers& pp = t.probe_peers;
-  pp = format::kNoProbePeers;
-  const long again = read_gates(addrs, gates, m);
-  for (long i = 0; i < again; i++) {
-    if (!gate_in_call(gates[i])) continue;
-    ++pp.inside;
-    const unsigned op = gate_op(gates[i]), bucket = gate_bucket(gates[i]);
-    if (allocates(op) && bucket < kSizeBuckets) {
-      pp.min_bucket = bucket < pp.min_bucket ? bucket : pp.min_bucket;
-      pp.max_bucket = bucket > pp.max_bucket ? bucket : pp.max_bucket;
-    } else {
-      pp.unknown = true;
-    }
-  }
-  // A thread whose word could not be read, or threads beyond those read: one may be inside a call.
-  if (again < static_cast<long>(m) || n == kPeerCandidates) pp.unknown = true;
+  // Who is inside a call as this thread's own call starts (a few microseconds after the first read);
+  // beyond the threads read, one may be.
+  t.probe_peers = who_is_inside(addrs, m);
+  if (n == kPeerCandidates) t.probe_peers.unknown = true;
   return true;
 }
 

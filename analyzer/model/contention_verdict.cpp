@@ -47,6 +47,12 @@ constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: f
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
+// A tenth or more of the looks found threads in calls on the memory map (or there were no looks):
+// probes may have slept on the kernel's map lock, not on any lock of the allocator's.
+bool on_memory_map(const PeerWaitMeasure& p) {
+  return static_cast<double>(p.map_syscalls) >= kMapSyscallShare * static_cast<double>(p.looks);
+}
+
 // The lower end of Wilson's score interval for k successes in n trials, at z = 2.
 double wilson_low(uint64_t k, uint64_t n) {
   if (n == 0) return 0;
@@ -229,8 +235,7 @@ Rule by_shared_word(const ContentionInputs& in) {
   // Allocations that sleep often say so only where calls do not spend their time on the memory map:
   // there they sleep on the kernel's map lock (scudo's stress at 16 threads, growing its regions:
   // 43 of 254 probes asleep, 172 of 415 looks in mmap or mprotect).
-  const bool map_bound = static_cast<double>(p.map_syscalls) >= kMapSyscallShare * static_cast<double>(p.looks);
-  const bool sleep_often = !map_bound && p.probes >= kMinProbes && wilson_low(p.probes_slept, p.probes) > kProbesSlept;
+  const bool sleep_often = !on_memory_map(p) && p.probes >= kMinProbes && wilson_low(p.probes_slept, p.probes) > kProbesSlept;
   if (!holds_up && !sleep_often) return std::nullopt;
   const double need_threads = std::max(2.0, std::ceil(p.top_threads_expected - kWordThreadsSd * p.top_threads_sd));
   if (p.futex_waits < kMinWordWaits || p.top_share() < kOneWordShare ||
@@ -262,8 +267,7 @@ Rule by_probe_sleeps(const ContentionInputs& in) {
   if (p.probes_apart_slept < kMinProbes || p.probes_apart_slept_threads < 2 ||
       p.probes_apart_slept_across_median < kMinAcrossMedian || wilson_low(p.probes_apart_slept, p.probes_apart) <= kProbesSlept)
     return std::nullopt;
-  if (p.looks == 0 || static_cast<double>(p.map_syscalls) >= kMapSyscallShare * static_cast<double>(p.looks))
-    return std::nullopt;
+  if (on_memory_map(p)) return std::nullopt;
   const double share = p.apart_slept_share(), n = static_cast<double>(p.probes_apart);
   const double se = std::sqrt(std::max(share * (1 - share), 1.0 / n) / n);
   return Decision{ContentionKind::GlobalLock, ContentionReason::ProbesSleepApart, normal_cdf((share - kProbesSlept) / se)};

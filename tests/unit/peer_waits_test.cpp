@@ -38,6 +38,16 @@ format::Event timed(Op op, uint64_t size, uint64_t start) {
   return e;
 }
 
+// The looks' measure, with `threads` threads' ten timed allocations of 64 B each (the median
+// request: size group 6; and each thread's share of the timed calls, alike).
+PeerWaitMeasure measure_beside_timed(const std::vector<Profile::PeerLook>& looks, uint32_t threads) {
+  PeerWaitTally tally;
+  tally.expect(looks, true, 1000);
+  for (uint32_t t = 1; t <= threads; ++t)
+    for (uint64_t i = 0; i < 10; ++i) tally.add_call(t, timed(Op::Malloc, 64, 5000 + i * 1000));
+  return tally.measure();
+}
+
 TEST(PeerWaits, LooksOutsideTheWindowsCountWithTheirCallsKindAndSize) {
   std::vector<Profile::PeerLook> looks;
   for (uint32_t t = 1; t <= 4; ++t) {
@@ -46,13 +56,7 @@ TEST(PeerWaits, LooksOutsideTheWindowsCountWithTheirCallsKindAndSize) {
     looks.push_back(outside(9, t, Op::Malloc, 64, format::kPeerRunning, 0));  // on a CPU
   }
   looks.back().wait.peer_start_tick = format::peer_untimed_call(static_cast<unsigned>(Op::Free), kBucketUnknown);
-  PeerWaitTally tally;
-  tally.expect(looks, true, 1000);
-  // Timed allocating calls give the median request (64 B here: size group 6), and each thread's
-  // share of the timed calls: the four alike.
-  for (uint32_t t = 1; t <= 4; ++t)
-    for (uint64_t i = 0; i < 10; ++i) tally.add_call(t, timed(Op::Malloc, 64, 5000 + i * 1000));
-  const PeerWaitMeasure m = tally.measure();
+  const PeerWaitMeasure m = measure_beside_timed(looks, 4);
   EXPECT_EQ(m.looks, 12u);
   EXPECT_EQ(m.outside_looks, 12u);
   EXPECT_EQ(m.futex_waits, 8u);
@@ -91,10 +95,7 @@ TEST(PeerWaits, ProbesAsleepBesideSizesTwiceApartAreCountedAcrossTheMedian) {
       probe(1, 32, 1024, 1024, true, true),    // a thread in a call of no known size besides
       probe(2, 4096, 32768, 32768, true, false),  // apart, but both above the median
   };
-  PeerWaitTally tally;
-  tally.expect(looks, true, 1000);
-  for (uint64_t i = 0; i < 10; ++i) tally.add_call(1, timed(Op::Malloc, 64, 5000 + i * 1000));
-  const PeerWaitMeasure m = tally.measure();
+  const PeerWaitMeasure m = measure_beside_timed(looks, 1);
   EXPECT_EQ(m.probes, 6u);
   EXPECT_EQ(m.probes_slept, 5u);
   EXPECT_EQ(m.probes_apart, 4u);
