@@ -134,6 +134,11 @@ format::ProbePeers who_is_inside(const uint64_t* addrs, uint32_t n) {
   return pp;
 }
 
+// A look that saw a thread inside a call: worth keeping without its probe.
+bool saw_something(const format::PeerWait& w) {
+  return w.syscall != format::kPeerNotSeen && w.syscall != format::kPeerNoLook;
+}
+
 // Appends a record; false when the array is full (see make_look_room).
 bool keep_look(Slot* self, const format::PeerWait& w) {
   const uint32_t count = self->h.peer_count.load(std::memory_order_relaxed);
@@ -146,6 +151,7 @@ bool keep_look(Slot* self, const format::PeerWait& w) {
 }  // namespace
 
 std::atomic<uint64_t> g_next_outside_look{0};
+std::atomic<uint64_t> g_next_probe{0};
 
 bool make_look_room(Slot* self) {
   if (self->h.peer_count.load(std::memory_order_relaxed) < kPeerWaits) return true;
@@ -159,6 +165,32 @@ bool make_look_room(Slot* self) {
   self->h.flushing.store(0, std::memory_order_release);
   return written;
 }
+
+namespace {
+
+// The call this thread is about to make becomes the probe of look `w`, if its switches can be
+// read: who is inside a call as it starts (of the `m` gate words at `addrs`; beyond them, with
+// `more`, one may be).  Else a look that saw something is kept without it.
+bool start_probe(Slot* self, const format::PeerWait& w, const uint64_t* addrs, uint32_t m, bool more) {
+  ThreadCtx& t = t_ctx;
+  // Who is inside first: process_vm_readv takes the memory map's lock and may sleep on it while
+  // another thread maps or unmaps memory — a sleep that is not the probe's.
+  format::ProbePeers peers = who_is_inside(addrs, m);
+  if (more) peers.unknown = true;
+  format::Rusage ru;
+  read_thread_rusage(ru);
+  if (ru.nvcsw == ~uint64_t{0}) {
+    if (saw_something(w)) keep_look(self, w);
+    return false;
+  }
+  t.probe_look = w;
+  t.probe_nvcsw = ru.nvcsw;
+  t.probe_pending = 1;
+  t.probe_peers = peers;
+  return true;
+}
+
+}  // namespace
 
 bool look_outside(Slot* self, uint64_t now) {
   const SamplingConfig& c = g_sampling;
@@ -219,22 +251,30 @@ bool look_outside(Slot* self, uint64_t now) {
       w = seen;
     }
   }
-  // The call this thread was about to make becomes the probe, if its switches can be read.
-  ThreadCtx& t = t_ctx;
-  format::Rusage ru;
-  read_thread_rusage(ru);
-  if (ru.nvcsw == ~uint64_t{0}) {
-    if (w.syscall != format::kPeerNotSeen) keep_look(self, w);
-    return false;
+  return start_probe(self, w, addrs, m, n == kPeerCandidates);
+}
+
+bool probe_alone(Slot* self, uint64_t now) {
+  const SamplingConfig& c = g_sampling;
+  uint64_t due = g_next_probe.load(std::memory_order_relaxed);
+  if (now < due || !g_next_probe.compare_exchange_strong(due, now + c.probe_gap, std::memory_order_relaxed))
+    return false;  // another thread probes this time
+  if (g_no_vm_read.load(std::memory_order_relaxed) || !make_look_room(self)) return false;
+  Slot* peers[kPeerCandidates];
+  const uint32_t n = some_peers(self, mix64(now ^ self->h.serial), peers, kPeerCandidates);
+  uint64_t addrs[kPeerCandidates];
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    addrs[m] = load_shared(peers[i]->h.gate_addr);
+    if (addrs[m]) ++m;
   }
-  t.probe_look = w;
-  t.probe_nvcsw = ru.nvcsw;
-  t.probe_pending = 1;
-  // Who is inside a call as this thread's own call starts (a few microseconds after the first read);
-  // beyond the threads read, one may be.
-  t.probe_peers = who_is_inside(addrs, m);
-  if (n == kPeerCandidates) t.probe_peers.unknown = true;
-  return true;
+  if (m == 0) return false;  // no other thread: nobody to meet
+  format::PeerWait w{};
+  w.peer_serial = load_shared(self->h.serial);
+  w.peer_start_tick = format::kPeerUntimed;
+  w.syscall = format::kPeerNoLook;
+  w.tick = now;
+  return start_probe(self, w, addrs, m, n == kPeerCandidates);
 }
 
 void finish_probe(unsigned op, unsigned bucket, uint64_t t0) {
@@ -247,7 +287,7 @@ void finish_probe(unsigned op, unsigned bucket, uint64_t t0) {
   format::PeerWait w = t.probe_look;
   if (ru.nvcsw != ~uint64_t{0})
     w.peer_start_tick |= format::peer_probe(op, bucket, latency_bin_of(t1 - t0), ru.nvcsw > t.probe_nvcsw, t.probe_peers);
-  else if (w.syscall == format::kPeerNotSeen)
+  else if (!saw_something(w))
     return;  // nothing seen, nothing probed
   keep_look(t.slot, w);
   t.sw_valid = 0;
@@ -257,7 +297,7 @@ void drop_probe() {
   ThreadCtx& t = t_ctx;
   if (!t.probe_pending) return;
   t.probe_pending = 0;
-  if (t.slot && t.probe_look.syscall != format::kPeerNotSeen) keep_look(t.slot, t.probe_look);
+  if (t.slot && saw_something(t.probe_look)) keep_look(t.slot, t.probe_look);
 }
 
 

@@ -16,7 +16,9 @@
 // Outside the windows (format.h kModePeerLooksOutside) the process looks too, at most once per
 // kPeerLookOutsideGapNs whichever thread notices it is time (at a window check): at one of the
 // threads inside any allocator call, timed or not; and then times its own call, the one it was
-// about to make (a probe: did the lock it saw hold that call up too?).  Which threads are inside, and in which call,
+// about to make (a probe: did the lock it saw hold that call up too?).  Between the looks it
+// probes alone, more often (format.h kPeerNoLook): a probe costs a process_vm_readv and two
+// getrusage calls, a look three more system calls and a read of the kernel's file.  Which threads are inside, and in which call,
 // their gate words say (recorder.h in_call_depth), read with process_vm_readv, which fails
 // rather than faults on a thread that has exited meanwhile; read again after the /proc file, the
 // same word with no timing decision since means the same call.
@@ -45,6 +47,15 @@ bool look_outside(Slot* self, uint64_t now);
 void drop_probe();
 inline bool outside_look_due(uint64_t now) {
   return g_sampling.look_outside_gap && now >= g_next_outside_look.load(std::memory_order_relaxed);
+}
+// Between the looks (format.h kModePeerProbes): at most once per kPeerProbeGapNs for the whole
+// process, the thread that notices it is time at a window check times the call it was about to
+// make as a probe, reading first which other threads are inside calls — and looks at none.  True
+// when the probe waits in ThreadCtx::probe_look, as after a look.
+extern std::atomic<uint64_t> g_next_probe;
+bool probe_alone(Slot* self, uint64_t now);
+inline bool probe_due(uint64_t now) {
+  return g_sampling.probe_gap && now >= g_next_probe.load(std::memory_order_relaxed);
 }
 // When the records are full and all written, the owner empties them; false if they stay full.
 bool make_look_room(Slot* self);

@@ -131,6 +131,7 @@ void configure_sampling(const format::Calibration& c) {
   // Outside the windows (peer_waits.h look_outside): at most once per kPeerLookOutsideGapNs for
   // the whole process, about 1 % of one CPU at most; only where there are windows to be outside of.
   s.look_outside_gap = s.look_gap && s.sample_every > 1 ? c.tick_hz * format::kPeerLookOutsideGapNs / 1000000000 : 0;
+  s.probe_gap = s.look_outside_gap ? c.tick_hz * format::kPeerProbeGapNs / 1000000000 : 0;
 }
 
 // Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.
@@ -310,7 +311,8 @@ bool write_calibration_chunk() {
                  format::kModeCxxOperators | (g_lock_waits ? format::kModeLocks : 0) |
                  (g_sampling.switch_ticks ? format::kModeSwitches : 0) | format::kModeNoticeBounded |
                  (g_sampling.look_gap ? format::kModePeerWaits : 0) |
-                 (g_sampling.look_outside_gap ? format::kModePeerLooksOutside : 0);
+                 (g_sampling.look_outside_gap ? format::kModePeerLooksOutside : 0) |
+                 (g_sampling.probe_gap ? format::kModePeerProbes : 0);
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(

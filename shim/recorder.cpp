@@ -229,6 +229,10 @@ Timing untimed_decision(ThreadCtx& t, Slot* s, const SamplingConfig& c, uint64_t
     probe = look_outside(s, now);
     t.last_check = ticks();  // the look's microseconds are not the calls' pace
     t.sw_valid = 0;
+  } else if (__builtin_expect(probe_due(now), 0)) {
+    probe = probe_alone(s, now);
+    t.last_check = ticks();
+    t.sw_valid = 0;
   }
   store_shared(s->h.last_tick, now);
   if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);  // (checks the mode)

@@ -19,7 +19,7 @@
 //  "snapshots": {"incomplete","stale"}, "skipped_chunks", "notes": [],
 //  "trace": {"records","chunks","by_thread":[{"serial","records","chunks"}]},
 //  "stacks": {"distinct","ids"}, "modules": [{"path","load_bias","start","end"}]}
-// The calibration also says "trace", "stacks", "locks", "peer_waits" and "peer_looks_outside_windows" (mode_flags), "peer_looks", "peer_looks_outside", "stack_every", "stack_slow_ticks",
+// The calibration also says "trace", "stacks", "locks", "peer_waits", "peer_looks_outside_windows" and "peer_probes_between_looks" (mode_flags), "peer_looks", "peer_looks_outside", "peer_probes_alone", "stack_every", "stack_slow_ticks",
 // and where the timing windows fall: "window_phase" (kModeWindowPhase: at an offset per period
 // drawn from "window_seed"; false: at the start of each period), and "cxx_operators"
 // (kModeCxxOperators: the shim counted the C++ operators as new, new[], delete, delete[]).
@@ -117,11 +117,20 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   w.field("cxx_operators", (c.mode_flags & format::kModeCxxOperators) != 0);
   w.field("locks", (c.mode_flags & format::kModeLocks) != 0);
   w.field("peer_waits", (c.mode_flags & format::kModePeerWaits) != 0);
-  w.field("peer_looks", static_cast<uint64_t>(p.peer_waits.size()));
+  uint64_t looks = 0, outside = 0, alone = 0;
+  for (const Profile::PeerLook& l : p.peer_waits) {
+    if (l.wait.syscall == format::kPeerNoLook) {
+      ++alone;
+      continue;
+    }
+    ++looks;
+    outside += format::peer_call_untimed(l.wait.peer_start_tick);
+  }
+  w.field("peer_looks", looks);
   w.field("peer_looks_outside_windows", (c.mode_flags & format::kModePeerLooksOutside) != 0);
-  uint64_t outside = 0;
-  for (const Profile::PeerLook& l : p.peer_waits) outside += format::peer_call_untimed(l.wait.peer_start_tick);
   w.field("peer_looks_outside", outside);
+  w.field("peer_probes_between_looks", (c.mode_flags & format::kModePeerProbes) != 0);
+  w.field("peer_probes_alone", alone);
   w.end_object();
 }
 

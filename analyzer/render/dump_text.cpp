@@ -254,7 +254,16 @@ std::string trace_section(const Profile& p) {
   }
   if (!p.peer_waits.empty()) {
     std::map<int32_t, uint64_t> by_state;
-    for (const Profile::PeerLook& l : p.peer_waits) ++by_state[l.wait.syscall];
+    uint64_t looks = 0, alone = 0, alone_slept = 0;
+    for (const Profile::PeerLook& l : p.peer_waits) {
+      if (l.wait.syscall == format::kPeerNoLook) {
+        ++alone;
+        alone_slept += format::peer_probe_slept(l.wait.peer_start_tick);
+        continue;
+      }
+      ++looks;
+      ++by_state[l.wait.syscall];
+    }
     std::string states;
     for (const auto& [state, n] : by_state) {
       const std::string name = state == format::kPeerNotSeen      ? "nobody seen"
@@ -266,14 +275,18 @@ std::string trace_section(const Profile& p) {
     }
     uint64_t outside = 0, probes = 0, slept = 0;
     for (const Profile::PeerLook& l : p.peer_waits) {
+      if (l.wait.syscall == format::kPeerNoLook) continue;
       outside += format::peer_call_untimed(l.wait.peer_start_tick);
       probes += format::peer_probed(l.wait.peer_start_tick);
       slept += format::peer_probed(l.wait.peer_start_tick) && format::peer_probe_slept(l.wait.peer_start_tick);
     }
     fields.add("peer looks", fmt::format("{} ({}); {} outside the windows, {} followed by a timed call of the "
                                          "observer's own ({} asleep)",
-                                         group_digits(p.peer_waits.size()), states, group_digits(outside),
+                                         group_digits(looks), states, group_digits(outside),
                                          group_digits(probes), group_digits(slept)));
+    if (alone > 0)
+      fields.add("probes", fmt::format("{} timed calls without a look, between the looks ({} asleep)", group_digits(alone),
+                                       group_digits(alone_slept)));
   }
   fields.add("modules", group_digits(p.modules.modules().size()));
   for (const auto& m : p.modules.modules()) {

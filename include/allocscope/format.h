@@ -128,6 +128,9 @@ constexpr uint64_t kModePeerWaits = 1u << 7;
 // Besides, outside the windows, the process looked now and then (at most once per
 // kPeerLookOutsideGapNs) at a thread inside any allocator call (PeerWait with kPeerUntimed).
 constexpr uint64_t kModePeerLooksOutside = 1u << 8;
+// Between those looks, the process times one allocator call now and then (at most once per
+// kPeerProbeGapNs, all threads together) as a probe without a look (PeerWait with kPeerNoLook).
+constexpr uint64_t kModePeerProbes = 1u << 9;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -375,6 +378,12 @@ constexpr int32_t kPeerRunning = -2;      // on a CPU: the kernel does not say m
 // A look outside the windows that saw nothing (no thread inside a call, or it left the call before
 // the read): the record carries the observer's probe only.
 constexpr int32_t kPeerNotSeen = -3;
+// A probe taken between the looks, at most once per kPeerProbeGapNs: no thread was looked at, and
+// the record carries the probe only (with kPeerUntimed; peer_serial is the observer's own).  These
+// probes sample the allocator's calls at moments that depend neither on the allocator nor on a
+// look's reading of /proc just before, and are several times as many as the looks.
+constexpr int32_t kPeerNoLook = -4;
+constexpr uint64_t kPeerProbeGapNs = 250000;
 // peer_start_tick of a look outside the windows: bits 0-7 the peer's size bucket, 8-11 its op;
 // 12-15 the observer's own call's op, 16-23 its size bucket, 24-31 its latency bin; 32-39 and
 // 40-47 the smallest and largest bucket of the other threads' allocating calls in progress as it
@@ -429,7 +438,7 @@ struct PeerWait {
   uint64_t tick;             // when the observer looked
   uint64_t peer_start_tick;  // the start of the peer's timed call, or peer_untimed_call(op, bucket)
   uint32_t peer_serial;
-  int32_t syscall;           // the kernel's number of the system call, or kPeerInUserSpace / kPeerRunning
+  int32_t syscall;           // the kernel's number of the system call, or kPeerInUserSpace, kPeerRunning, kPeerNotSeen, kPeerNoLook
   uint64_t arg0, arg1;       // its first two arguments
 };
 static_assert(sizeof(PeerWait) == 40);

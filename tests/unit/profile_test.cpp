@@ -176,6 +176,52 @@ TEST_F(ProfileTest, KeepsProcessCalibrationEndAndNotes) {
   EXPECT_EQ(p.notes, (std::vector<std::string>{"one", "two"}));
 }
 
+// A PeerWaits chunk of thread `observer` holding `waits`.
+uint64_t peer_waits(TestProfileWriter& w, uint32_t observer, const std::vector<format::PeerWait>& waits) {
+  format::PeerWaitsHeader h{};
+  h.thread_serial = observer;
+  h.count = static_cast<uint32_t>(waits.size());
+  std::string payload(reinterpret_cast<const char*>(&h), sizeof h);
+  payload.append(reinterpret_cast<const char*>(waits.data()), waits.size() * sizeof(format::PeerWait));
+  return w.chunk(static_cast<uint16_t>(format::ChunkType::PeerWaits), payload);
+}
+
+format::PeerWait probe_without_a_look(uint32_t observer) {
+  format::PeerWait p{};
+  p.tick = 100;
+  p.peer_serial = observer;
+  p.syscall = format::kPeerNoLook;
+  p.peer_start_tick = format::kPeerUntimed | format::peer_probe(kMalloc, 20, 30, false, format::kNoProbePeers);
+  return p;
+}
+
+TEST_F(ProfileTest, ProbesWithoutALookAreKeptAndMustCarryTheirProbe) {
+  TestProfileWriter w;
+  w.process(process_info(0, 0), "/bin/x", "x", "", "");
+  peer_waits(w, 1, {probe_without_a_look(1)});
+  const Profile p = load(w);
+  ASSERT_EQ(p.peer_waits.size(), 1u);
+  EXPECT_EQ(p.peer_waits[0].wait.syscall, format::kPeerNoLook);
+  EXPECT_EQ(p.peer_waits[0].observer, 1u);
+
+  // A record that says "no look" but holds no probe, or a look of unknown state, names its offset.
+  for (const int32_t state : {format::kPeerNoLook, format::kPeerNoLook - 1}) {
+    TestProfileWriter bad;
+    bad.process(process_info(0, 0), "/bin/x", "x", "", "");
+    format::PeerWait wrong = probe_without_a_look(1);
+    if (state == format::kPeerNoLook) wrong.peer_start_tick = format::kPeerUntimed;
+    wrong.syscall = state;
+    const uint64_t at = peer_waits(bad, 1, {probe_without_a_look(1), wrong});
+    try {
+      load(bad);
+      FAIL() << "accepted state " << state;
+    } catch (const ProfileError& error) {
+      EXPECT_EQ(error.offset(), at + sizeof(format::ChunkHeader) + sizeof(format::PeerWaitsHeader) + sizeof(format::PeerWait))
+          << error.what();
+    }
+  }
+}
+
 TEST_F(ProfileTest, ASecondProcessChunkIsAnError) {
   TestProfileWriter w;
   w.process(process_info(0, 0), "/bin/x", "x", "", "");
