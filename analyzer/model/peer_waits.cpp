@@ -39,6 +39,31 @@ std::pair<double, double> distinct_draws(const std::vector<double>& p, uint64_t 
   return {mean, std::sqrt(std::max(0.0, var))};
 }
 
+namespace {
+
+// Wilson's score interval at z = 2: centre and half-width.
+std::pair<double, double> wilson(uint64_t k, uint64_t n) {
+  constexpr double z = 2;
+  const double nn = static_cast<double>(n), p = static_cast<double>(k) / nn;
+  const double centre = p + z * z / (2 * nn), spread = z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
+  const double scale = 1 + z * z / nn;
+  return {centre / scale, spread / scale};
+}
+
+}  // namespace
+
+double wilson_low(uint64_t k, uint64_t n) {
+  if (n == 0) return 0;
+  const auto [centre, half] = wilson(k, n);
+  return std::max(0.0, centre - half);
+}
+
+double wilson_high(uint64_t k, uint64_t n) {
+  if (n == 0) return 1;
+  const auto [centre, half] = wilson(k, n);
+  return std::min(1.0, centre + half);
+}
+
 bool is_futex(int32_t syscall) { return syscall == SYS_futex; }
 
 bool is_map_syscall(int32_t syscall) {
@@ -92,7 +117,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   std::map<uint64_t, uint64_t> by_word;
   for (const Joined& j : joined_) {
     const format::PeerWait& w = j.wait;
-    if (w.syscall == format::kPeerNotSeen) continue;  // a probe only
+    if (w.syscall == format::kPeerNotSeen || w.syscall == format::kPeerNoLook) continue;  // a probe only
     ++m.looks;
     if (format::peer_call_untimed(w.peer_start_tick)) ++m.outside_looks;
     if (w.syscall == format::kPeerRunning) ++m.running;
@@ -103,23 +128,44 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   m.words = by_word.size();
   const std::optional<uint32_t> median = median_group();
   std::set<uint32_t> apart_threads;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> low_by_observer;  // (apart probes below the median, held up)
   for (const Joined& j : joined_) {
     const uint64_t x = j.wait.peer_start_tick;
     if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;
     const bool slept = format::peer_probe_slept(x);
+    const bool held = slept || bucket_lo(format::peer_probe_latency_bin(x)) >= slow_ticks_;
     ++m.probes;
     m.probes_slept += slept;
+    m.probes_alone += j.wait.syscall == format::kPeerNoLook;
     const unsigned bucket = format::peer_probe_bucket(x);
     const format::ProbePeers pp = format::peer_probe_peers(x);
+    if (pp.inside == 0 && !pp.unknown) {
+      ++m.probes_unmet;
+      m.probes_unmet_held += held;
+    }
     if (bucket >= kSizeBuckets || pp.inside == 0 || pp.unknown || pp.min_bucket > pp.max_bucket) continue;
     const uint32_t own = size_group(bucket_lo(bucket)), lo = size_group(bucket_lo(pp.min_bucket)),
                    hi = size_group(bucket_lo(pp.max_bucket));
     if (!(hi + 2 <= own || lo >= own + 2)) continue;
     ++m.probes_apart;
+    if (median && std::min(own, lo) < *median) {
+      ++m.probes_apart_low;
+      m.probes_apart_low_held += held;
+      auto& [apart, apart_held] = low_by_observer[j.observer];
+      ++apart;
+      apart_held += held;
+    }
     if (!slept) continue;
     ++m.probes_apart_slept;
     apart_threads.insert(j.observer);
     m.probes_apart_slept_across_median += median && ((own <= *median && *median <= lo) || (hi <= *median && *median <= own));
+  }
+  const double unmet_high = wilson_high(m.probes_unmet_held, m.probes_unmet);
+  for (const auto& [observer, counts] : low_by_observer) {
+    if (counts.first < kMinThreadProbes) continue;
+    ++m.probes_apart_low_threads;
+    m.probes_apart_low_held_threads +=
+        static_cast<double>(counts.second) > unmet_high * static_cast<double>(counts.first);
   }
   m.probes_apart_slept_threads = static_cast<uint32_t>(apart_threads.size());
   if (by_word.empty()) return m;

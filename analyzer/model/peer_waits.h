@@ -62,6 +62,21 @@ struct PeerWaitMeasure {
   // … of the sleepers, those whose own size and the others' lay on either side of the median
   // request (a lock for one wide class, every size of 2 KiB and up, joins large sizes only).
   uint64_t probes_apart_slept_across_median = 0;
+  // Held up (slept, or took kSwitchSlowNs or longer): probes made while no other thread was inside
+  // a call (unmet), and probes apart whose smaller side — its own size or the others' — lay below
+  // the median request (a lock for one wide class of the large sizes, every size of 2 KiB and up,
+  // holds up probes apart within it; one side below the median is outside such a class).  A call
+  // that meets nobody can be held up only by the allocator's own slow paths (the kernel, page
+  // faults) or by losing its CPU; beside calls of sizes twice apart, a lock per size class adds
+  // nothing to that, nor does an allocator without locks — one lock for every call holds the probe
+  // up behind whatever the other threads asked for.  Of the observing threads with
+  // kMinThreadProbes such probes or more, how many, and how many of them were held up more often
+  // than unmet probes could be (above the upper end of Wilson's interval of the unmet share).
+  uint64_t probes_unmet = 0, probes_unmet_held = 0;
+  uint64_t probes_apart_low = 0, probes_apart_low_held = 0;
+  uint32_t probes_apart_low_threads = 0, probes_apart_low_held_threads = 0;
+  // Probes without a look (format.h kPeerNoLook), counted in `probes` too.
+  uint64_t probes_alone = 0;
   double apart_slept_share() const {
     return probes_apart ? static_cast<double>(probes_apart_slept) / static_cast<double>(probes_apart) : 0;
   }
@@ -73,6 +88,14 @@ struct PeerWaitMeasure {
   }
   double top_share() const { return futex_waits ? static_cast<double>(top_waits) / static_cast<double>(futex_waits) : 0; }
 };
+
+// Apart probes an observing thread needs to be judged on its own (PeerWaitMeasure).
+constexpr uint64_t kMinThreadProbes = 5;
+
+// The lower end of Wilson's score interval for k successes in n trials, at z = 2 (0 for n = 0).
+double wilson_low(uint64_t k, uint64_t n);
+// … and its upper end (1 for n = 0).
+double wilson_high(uint64_t k, uint64_t n);
 
 class PeerWaitTally {
  public:

@@ -85,13 +85,27 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
   }
   if (in.peers.probes_apart > 0) {
     items.push_back({"probes_asleep_beside_sizes_apart", in.peers.apart_slept_share(),
-                     fmt::format("of the {} allocations timed right after a look at other threads (probes) while "
-                                 "every other thread inside a call was in an allocation of a size at least twice apart, "
+                     fmt::format("of the {} allocations timed as probes (right after a look at other threads, or "
+                                 "between the looks) while every other thread inside a call was in an allocation of a size at least twice apart, "
                                  "the share that slept inside the allocator ({} asleep, in {} threads, {} of them beside "
                                  "sizes on either side of the median request; {} probes in all, {} asleep; a lock per "
                                  "size class leaves none asleep, one lock for every call does)",
                                  in.peers.probes_apart, in.peers.probes_apart_slept, in.peers.probes_apart_slept_threads,
                                  in.peers.probes_apart_slept_across_median, in.peers.probes, in.peers.probes_slept)});
+  }
+  if (in.peers.probes_apart_low > 0 && in.peers.probes_unmet > 0) {
+    const PeerWaitMeasure& p = in.peers;
+    const double held = static_cast<double>(p.probes_apart_low_held) / static_cast<double>(p.probes_apart_low);
+    const double unmet = static_cast<double>(p.probes_unmet_held) / static_cast<double>(p.probes_unmet);
+    items.push_back({"probes_held_beside_sizes_apart", held,
+                     fmt::format("of the {} of those probes whose smaller side (its own size or the others') lay below "
+                                 "the median request, the share held up inside the allocator (slept, or took 2 µs or "
+                                 "more; {} held up), against {:.3f} of the {} probes made while no other thread was "
+                                 "inside a call ({} held up); clearly more in {} of the {} threads with {} such probes "
+                                 "or more (a lock per size class or none adds nothing beside other sizes; one lock for "
+                                 "every call holds them up in every thread)",
+                                 p.probes_apart_low, p.probes_apart_low_held, unmet, p.probes_unmet, p.probes_unmet_held,
+                                 p.probes_apart_low_held_threads, p.probes_apart_low_threads, kMinThreadProbes)});
   }
   if (in.ends_across.value) {
     items.push_back({"ends_coincide_across_classes", *in.ends_across.value,
@@ -214,6 +228,14 @@ std::string contention_reason(const ContentionVerdict& v) {
                          "least twice larger or smaller slept, in {} threads; a lock per size class cannot do that, "
                          "one lock for every call does",
                          in.peers.probes_apart_slept, in.peers.probes_apart, in.peers.probes_apart_slept_threads);
+    case ContentionReason::ProbesHeldApart:
+      return fmt::format("allocations are held up behind calls of other sizes: {} of the {} allocations timed while "
+                         "every other thread inside a call was in an allocation of a size at least twice larger or "
+                         "smaller, one of the two below the median request, were held up (slept, or took 2 µs or "
+                         "more), against {} of the {} timed while nobody else was inside, and so in each of {} "
+                         "threads; a lock per size class cannot do that, one lock for every call does",
+                         in.peers.probes_apart_low_held, in.peers.probes_apart_low, in.peers.probes_unmet_held,
+                         in.peers.probes_unmet, in.peers.probes_apart_low_threads);
     case ContentionReason::TakeTurns:
       return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "
                          "makes them do",
@@ -259,6 +281,13 @@ std::string contention_reason(const ContentionVerdict& v) {
       return fmt::format("calls that met another thread were not slower ({}), but {}: a lock may be at work that "
                          "the measure does not see",
                          measure_text(a), slept_text(in));
+    case ContentionReason::HeldBesideOthers:
+      return fmt::format("calls that met another thread were not slower ({}), but allocations timed while the others "
+                         "inside were in allocations of sizes twice apart were held up (slept, or took 2 µs or more) "
+                         "{} times of {}, against {} of {} timed while nobody else was inside: a lock may be at work "
+                         "that the timed calls do not show, in some threads at least",
+                         measure_text(a), in.peers.probes_apart_low_held, in.peers.probes_apart_low,
+                         in.peers.probes_unmet_held, in.peers.probes_unmet);
     case ContentionReason::SleepsAcrossSizes:
       return fmt::format("{} of {} calls that slept inside the allocator while one other thread was inside waited "
                          "behind a call of a size at least twice larger or smaller; those waits join sizes that carry "
@@ -290,6 +319,9 @@ std::string contention_advice(const ContentionVerdict& v) {
     case ContentionReason::Disturbed:
     case ContentionReason::Sleeping:
       return "time every call (--sample 1), so that no call goes unseen";
+    case ContentionReason::HeldBesideOthers:
+      return "record a longer run, so that every thread's probes are enough to compare, or compare it with a run "
+             "under another allocator (allocscope compare)";
     case ContentionReason::SlowerWithoutTurns:
       // A run that already had more threads than CPUs gains nothing from more: more of its calls
       // timed (sleeps paired with the call that kept them waiting) is what can still tell.

@@ -9,6 +9,7 @@ than CPUs and some a CPU hog beside them, which is when a verdict built on slown
 """
 import json
 import os
+import re
 import subprocess
 import unittest
 
@@ -82,6 +83,8 @@ class VerdictCase(E2ETestCase):
                 self.assertGreaterEqual(kinds.get("sleepers_on_one_word", 0), 0.9, c)
             elif kinds.get("ends_coincide", 1) >= 0.9 and c["reason"].startswith("allocations sleep inside"):
                 self.assertGreater(kinds.get("probes_asleep_beside_sizes_apart", 0), 0.05, c)
+            elif kinds.get("ends_coincide", 1) >= 0.9 and c["reason"].startswith("allocations are held up"):
+                self.assertGreater(kinds.get("probes_held_beside_sizes_apart", 0), 0, c)
             elif kinds.get("ends_coincide", 1) >= 0.9:
                 self.assertGreaterEqual(kinds.get("sizes_joined_by_sleeps", 0), 0.9, c)
                 self.assertGreater(kinds.get("sleep_pairs_apart", 0), 0, c)
@@ -239,7 +242,8 @@ class NoGlobalLock(VerdictCase):
 class LooksOutsideTheWindows(VerdictCase):
     """Outside the timing windows the process looks, at most once a millisecond, at a thread inside
     any allocator call (docs/analysis.md, "Where do sleeping calls wait?"): at the default sampling
-    the windows alone see too few sleepers."""
+    the windows alone see too few sleepers.  After each look, and alone between the looks, a thread
+    times its own next call as a probe, with who was inside as it started."""
 
     def looks(self, profile):
         cal = self.dump(profile)["calibration"]
@@ -265,8 +269,9 @@ class LooksOutsideTheWindows(VerdictCase):
             self.assertGreater(kinds["probes_asleep_beside_sizes_apart"], 0.05, self.describe(c))
 
     def test_a_lock_per_size_class_two_threads_mixed_sizes(self):
-        # Its one class for every size of 2 KiB and up puts some allocations to sleep beside
-        # sizes twice apart, never across the median request.
+        # Its one class for every size of 2 KiB and up puts some allocations to sleep, and holds
+        # more up, beside sizes twice apart — both of them at or above the median request (once
+        # called global_lock by probes held up beside any sizes twice apart).
         self.assert_no_lock(self.verdict("mixed-glibc", 2, 320_000, allocator=test_allocator("classlock"))[0])
 
     def test_scudo_refills_share_a_lock_that_is_not_one_for_all(self):
@@ -274,11 +279,31 @@ class LooksOutsideTheWindows(VerdictCase):
         # class share, while allocations run side by side: not one lock for all.
         self.assert_no_lock(self.verdict("harness-glibc", 8, 1_500_000, allocator="scudo")[0])
 
+    def test_spin_lock_two_threads_mixed_sizes(self):
+        # A spin lock around glibc's malloc: its waiters never sleep and its critical sections are
+        # short, so calls seldom take turns visibly; but the probes between the looks are held up
+        # beside allocations of other sizes far more often than when nobody else is inside.
+        c, _ = self.verdict("mixed-glibc", 2, 650_000, allocator=test_allocator("spinlock"))
+        self.assert_lock(c)
+        enabled, alone = self.probes(os.path.join(self.dir, "run.asp"))
+        self.assertTrue(enabled)
+        self.assertGreater(alone, 200, self.describe(c))
+        if c["verdict"] == "global_lock" and c["reason"].startswith("allocations are held up"):
+            kinds = {e["kind"]: e for e in c["evidence"]}
+            held = kinds["probes_held_beside_sizes_apart"]
+            unmet = float(re.search(r"against ([0-9.]+) of the", held["meaning"]).group(1))
+            self.assertGreater(held["value"], unmet, self.describe(c))
+
     def test_no_looks_when_turned_off(self):
         run = self.record([bench_program("mixed-musl"), "4", "3000"], env={"ALLOCSCOPE_PEERS": "0"})
         self.assertEqual(run.rc, 0, run.stderr)
         enabled, outside, looks = self.looks(run.profiles[0])
         self.assertEqual((enabled, outside, looks), (False, 0, 0))
+        self.assertEqual(self.probes(run.profiles[0]), (False, 0))
+
+    def probes(self, profile):
+        cal = self.dump(profile)["calibration"]
+        return cal["peer_probes_between_looks"], cal["peer_probes_alone"]
 
 
 if __name__ == "__main__":

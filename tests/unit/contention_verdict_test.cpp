@@ -563,6 +563,92 @@ TEST(ContentionVerdict, ProbesAsleepOnlyWithinAWideClassOrOnTheMemoryMapAreNotOn
   EXPECT_NE(judge_contention(shared).kind, ContentionKind::GlobalLock);
 }
 
+// Two threads under one spin lock: probes are held up beside allocations of sizes twice apart far
+// more often than when nobody else is inside (measured: the global spin lock under mixed sizes at
+// two threads, 191 of 464 against 30 of 253).
+ContentionVerdict judge_holdups(uint64_t apart, uint64_t held, uint64_t unmet, uint64_t unmet_held, uint32_t threads,
+                                uint32_t held_threads, uint32_t busy) {
+  ContentionInputs in = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  in.busy_threads = busy;
+  in.cpus = 2;
+  in.peers.recorded = true;
+  in.peers.looks = 300;
+  in.peers.probes = 1500;
+  in.peers.probes_apart = apart + 50;
+  in.peers.probes_apart_low = apart;
+  in.peers.probes_apart_low_held = held;
+  in.peers.probes_unmet = unmet;
+  in.peers.probes_unmet_held = unmet_held;
+  in.peers.probes_apart_low_threads = threads;
+  in.peers.probes_apart_low_held_threads = held_threads;
+  return judge_contention(in);
+}
+
+TEST(ContentionVerdict, ProbesHeldUpBesideSizesApartInEveryThreadAreOneLock) {
+  const ContentionVerdict v = judge_holdups(464, 191, 253, 30, 2, 2, 2);
+  EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(v.reason, ContentionReason::ProbesHeldApart);
+  EXPECT_GT(v.confidence, 0.99);
+  EXPECT_NE(contention_reason(v).find("191 of the 464 allocations"), std::string::npos);
+  bool shown = false;
+  for (const EvidenceItem& e : contention_evidence(v))
+    shown = shown || (e.kind == "probes_held_beside_sizes_apart" && std::abs(e.value - 191.0 / 464) < 1e-12);
+  EXPECT_TRUE(shown);
+  // Eight threads on two CPUs, each with its own arena still: the same.
+  EXPECT_EQ(judge_holdups(464, 191, 253, 30, 8, 8, 8).kind, ContentionKind::GlobalLock);
+}
+
+TEST(ContentionVerdict, ProbesHeldUpOnlyInSomeThreadsOrAsOftenAsAloneAreNotOneLock) {
+  // A lock that a producer shares with the consumer freeing into its arena: the producer's probes
+  // are held up, the consumer's are not (measured: 14 of 17 and 1 of 6).
+  EXPECT_NE(judge_holdups(23, 15, 269, 48, 2, 1, 2).kind, ContentionKind::GlobalLock);
+  // Held up beside other sizes no more often than when alone (the allocator's own slow paths;
+  // measured, the per-class lock under mixed sizes with one side below the median: 12 of 265
+  // against 9 of 167).
+  EXPECT_NE(judge_holdups(265, 12, 167, 9, 2, 2, 2).kind, ContentionKind::GlobalLock);
+  // Too few probes that met nobody to compare with, or too few apart.
+  EXPECT_NE(judge_holdups(300, 150, 9, 0, 2, 2, 2).kind, ContentionKind::GlobalLock);
+  EXPECT_NE(judge_holdups(19, 19, 200, 2, 2, 2, 2).kind, ContentionKind::GlobalLock);
+  // One thread judged only.
+  EXPECT_NE(judge_holdups(300, 150, 200, 10, 1, 1, 2).kind, ContentionKind::GlobalLock);
+  // More than four busy threads per CPU: threads share arenas.
+  EXPECT_NE(judge_holdups(300, 150, 200, 10, 9, 9, 9).kind, ContentionKind::GlobalLock);
+  // Calls on the memory map: the kernel's lock.
+  ContentionInputs map = judge_holdups(464, 191, 253, 30, 2, 2, 2).inputs;
+  map.peers.map_syscalls = 60;
+  EXPECT_NE(judge_contention(map).kind, ContentionKind::GlobalLock);
+}
+
+TEST(ContentionVerdict, ProbesHeldUpBesideOtherSizesForbidNone) {
+  // Met calls no slower, ends as chance says: "none" — unless the probes were held up beside
+  // allocations of other sizes more often than alone (a spin lock with short critical sections,
+  // measured under mixed sizes at two threads); in one thread only, that cannot say one lock for
+  // all either.
+  ExclusionCell c;
+  c.alone.add(10, 20000);
+  c.alone.add(11, 20000);
+  c.met.add(10, 20000);
+  c.met.add(11, 20000);
+  c.met_allocating = c.met;
+  c.met_running = c.met;
+  ContentionInputs in = inputs({c}, {}, ends(1.0, 0.01));
+  in.busy_threads = 2;
+  in.cpus = 2;
+  ASSERT_EQ(judge_contention(in).kind, ContentionKind::None);
+  in.peers = judge_holdups(300, 90, 200, 10, 2, 1, 2).inputs.peers;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::Unsure);
+  EXPECT_EQ(v.reason, ContentionReason::HeldBesideOthers);
+  EXPECT_NE(contention_reason(v).find("90 times of 300"), std::string::npos);
+  EXPECT_FALSE(contention_advice(v).empty());
+  // Held up in every thread: one lock.
+  in.peers.probes_apart_low_held_threads = 2;
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::GlobalLock);
+  // As often as alone: none again.
+  in.peers.probes_apart_low_held = 16;
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::None);
+}
+
 TEST(ContentionVerdict, SleepersOnSeveralWordsOrOfFewThreadsAreNotOneLock) {
   // Several words (a lock per class or arena), or one word shared by two threads of sixteen (two
   // threads on one glibc arena), or one size only, or large sizes only, or too few sleepers.

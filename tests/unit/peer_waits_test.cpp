@@ -119,6 +119,72 @@ TEST(PeerWaits, AProbeWithNobodySeenCountsAsAProbeNotALook) {
   EXPECT_EQ(m.probes_apart, 0u);  // nobody inside a call
 }
 
+// A probe without a look (format.h kPeerNoLook) of `observer`'s own allocation of `own` bytes, held
+// up or not, as `inside` others were in allocations of `lo`..`hi` bytes (none: inside 0).
+Profile::PeerLook probe_alone(uint32_t observer, uint64_t own, unsigned inside, uint64_t lo, uint64_t hi, bool held) {
+  Profile::PeerLook l{};
+  l.observer = observer;
+  l.wait.tick = 1000;
+  l.wait.peer_serial = observer;
+  l.wait.syscall = format::kPeerNoLook;
+  format::ProbePeers pp = format::kNoProbePeers;
+  pp.inside = inside;
+  if (inside) pp.min_bucket = bucket_of(lo), pp.max_bucket = bucket_of(hi);
+  // The tally's slow_ticks is 1000: latency bin 40 starts at 1024 ticks, bin 20 at 48.
+  l.wait.peer_start_tick = format::kPeerUntimed | format::peer_probe(static_cast<unsigned>(Op::Malloc), bucket_of(own),
+                                                                     held ? bucket_of(1024) : bucket_of(48), false, pp);
+  return l;
+}
+
+TEST(PeerWaits, ProbesWithoutALookCountAsProbesNotLooks) {
+  const PeerWaitMeasure m = measure_beside_timed({probe_alone(1, 64, 0, 0, 0, true), probe_alone(2, 64, 0, 0, 0, false)}, 2);
+  EXPECT_EQ(m.looks, 0u);
+  EXPECT_EQ(m.outside_looks, 0u);
+  EXPECT_EQ(m.probes, 2u);
+  EXPECT_EQ(m.probes_alone, 2u);
+  EXPECT_EQ(m.probes_unmet, 2u);
+  EXPECT_EQ(m.probes_unmet_held, 1u);
+}
+
+TEST(PeerWaits, ProbesHeldUpBesideSizesApartBelowTheMedianAreCountedPerThread) {
+  // The median request is 64 B (measure_beside_timed).
+  std::vector<Profile::PeerLook> probes;
+  // Unmet: 2 of 20 held up (at most 0.30 by the upper end of Wilson's interval).
+  for (int i = 0; i < 20; ++i) probes.push_back(probe_alone(1 + i % 2, 64, 0, 0, 0, i < 2));
+  // Thread 1: 8 of 10 held up, its 32 B beside 1 KiB (the smaller side below the median).
+  for (int i = 0; i < 10; ++i) probes.push_back(probe_alone(1, 32, 1, 1024, 1024, i < 8));
+  // Thread 2: 1 of 6 held up (0.17), its 1 KiB beside 16 B; a near size and one of no known
+  // size besides.
+  for (int i = 0; i < 6; ++i) probes.push_back(probe_alone(2, 1024, 1, 16, 16, i < 1));
+  probes.push_back(probe_alone(2, 64, 1, 48, 48, true));
+  Profile::PeerLook unknown = probe_alone(2, 1024, 1, 16, 16, true);
+  unknown.wait.peer_start_tick |= format::kPeerProbeUnknownPeer;
+  probes.push_back(unknown);
+  // Thread 3: apart, but both sides at or above the median (a wide class of the large sizes).
+  for (int i = 0; i < 7; ++i) probes.push_back(probe_alone(3, 4096, 2, 64, 1024, true));
+  // Thread 4: three below the median, too few to be judged alone.
+  for (int i = 0; i < 3; ++i) probes.push_back(probe_alone(4, 16, 1, 256, 256, true));
+  const PeerWaitMeasure m = measure_beside_timed(probes, 4);
+  EXPECT_EQ(m.probes_unmet, 20u);
+  EXPECT_EQ(m.probes_unmet_held, 2u);
+  EXPECT_EQ(m.probes_apart, 26u);
+  EXPECT_EQ(m.probes_apart_low, 19u);
+  EXPECT_EQ(m.probes_apart_low_held, 12u);
+  EXPECT_EQ(m.probes_apart_low_threads, 2u);       // threads 1 and 2 (5 such probes or more)
+  EXPECT_EQ(m.probes_apart_low_held_threads, 1u);  // thread 1 only: 1 of 6 is within what unmet probes allow
+  EXPECT_EQ(m.probes, 48u);
+}
+
+TEST(PeerWaits, WilsonBoundsHoldTheShare) {
+  EXPECT_EQ(wilson_low(0, 0), 0);
+  EXPECT_EQ(wilson_high(0, 0), 1);
+  EXPECT_EQ(wilson_low(0, 10), 0);
+  EXPECT_NEAR(wilson_high(10, 10), 1, 1e-12);
+  // 8 of 10 at z = 2: 0.8 within 0.48-0.94.
+  EXPECT_NEAR(wilson_low(8, 10), 0.4839, 1e-4);
+  EXPECT_NEAR(wilson_high(8, 10), 0.9446, 1e-4);
+}
+
 TEST(PeerWaits, DistinctThreadsAmongDrawsMatchACount) {
   // Exact for one draw and for one thread; the mean and spread of a simulation otherwise.
   auto [one, one_sd] = distinct_draws({0.25, 0.25, 0.5}, 1);
