@@ -131,6 +131,9 @@ void configure_sampling(const format::Calibration& c) {
   // Outside the windows (peer_waits.h look_outside): at most once per kPeerLookOutsideGapNs for
   // the whole process, about 1 % of one CPU at most; only where there are windows to be outside of.
   s.look_outside_gap = s.look_gap && s.sample_every > 1 ? c.tick_hz * format::kPeerLookOutsideGapNs / 1000000000 : 0;
+  // Probes between those looks (peer_waits.h probe_alone): at most once per kPeerProbeGapNs for the
+  // process, a process_vm_readv and two getrusage calls each (measured with the looks: 1-3 % of a
+  // run, docs/overhead.md).
   s.probe_gap = s.look_outside_gap ? c.tick_hz * format::kPeerProbeGapNs / 1000000000 : 0;
 }
 

@@ -383,7 +383,7 @@ constexpr int32_t kPeerNotSeen = -3;
 // probes sample the allocator's calls at moments that depend neither on the allocator nor on a
 // look's reading of /proc just before, and are several times as many as the looks.
 constexpr int32_t kPeerNoLook = -4;
-constexpr uint64_t kPeerProbeGapNs = 250000;
+constexpr uint64_t kPeerProbeGapNs = 500000;
 // peer_start_tick of a look outside the windows: bits 0-7 the peer's size bucket, 8-11 its op;
 // 12-15 the observer's own call's op, 16-23 its size bucket, 24-31 its latency bin; 32-39 and
 // 40-47 the smallest and largest bucket of the other threads' allocating calls in progress as it
