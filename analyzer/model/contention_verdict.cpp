@@ -230,10 +230,15 @@ Rule by_shared_word(const ContentionInputs& in) {
   // there they sleep on the kernel's map lock (scudo's stress at 16 threads, growing its regions:
   // 43 of 254 probes asleep, 172 of 415 looks in mmap or mprotect).
   const bool sleep_often = !on_memory_map(p) && p.probes >= kMinProbes && wilson_low(p.probes_slept, p.probes) > kProbesSlept;
-  if (!holds_up && !sleep_often) return std::nullopt;
+  // Or allocations that met another thread inside were clearly slower (S's lower bound above
+  // kExcludedAbove): a lock on a path that few calls take leaves the met allocations as fast as
+  // the others (scudo's batch-class lock: S 0.50-0.52 in the runs where it gathered sleepers).
+  const bool met_wait = any_slower_than(in.allocating, kExcludedAbove);
+  if (!holds_up && !sleep_often && !met_wait) return std::nullopt;
   const double need_threads = std::max(2.0, std::ceil(p.top_threads_expected - kWordThreadsSd * p.top_threads_sd));
   if (p.futex_waits < kMinWordWaits || p.top_share() < kOneWordShare ||
-      static_cast<double>(p.top_threads) < need_threads || !p.top_sizes_apart || !p.top_spans_median)
+      static_cast<double>(p.top_threads) < need_threads || p.top_allocating_threads < 2 || !p.top_sizes_apart ||
+      !p.top_spans_median)
     return std::nullopt;
   // Confidence: how far the share of the top word lies above the threshold, in binomial errors.
   const double share = p.top_share(), n = static_cast<double>(p.futex_waits);

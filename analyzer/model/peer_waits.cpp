@@ -172,11 +172,12 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   const auto top = std::max_element(by_word.begin(), by_word.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; });
   m.top_waits = top->second;
-  std::set<uint32_t> threads;
+  std::set<uint32_t> threads, allocating_threads;
   uint32_t min_group = ~0u, max_group = 0;
   for (const Joined& j : joined_) {
     if (!is_futex_wait(j.wait.syscall, j.wait.arg1) || j.wait.arg0 != top->first) continue;
     threads.insert(j.serial);
+    if (j.allocating) allocating_threads.insert(j.serial);
     if (!j.allocating || !j.sized) continue;
     ++m.top_allocating;
     m.top_min_size = m.top_allocating == 1 ? j.size : std::min(m.top_min_size, j.size);
@@ -185,6 +186,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
     max_group = std::max(max_group, size_group(j.size));
   }
   m.top_threads = static_cast<uint32_t>(threads.size());
+  m.top_allocating_threads = static_cast<uint32_t>(allocating_threads.size());
   for (const Joined& j : joined_) {
     const uint64_t x = j.wait.peer_start_tick;
     if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;

@@ -32,6 +32,7 @@ struct PeerWaitMeasure {
   uint64_t words = 0;        // distinct futex words waited on
   uint64_t top_waits = 0;    // futex waits on the word most waited on
   uint32_t top_threads = 0;  // distinct threads whose calls waited on it
+  uint32_t top_allocating_threads = 0;  // … in allocating calls (a consumer's frees that sleep on its producer's arena are not)
   // How many distinct threads its sleepers would come from if each were drawn from the threads in
   // proportion to their timed calls — as under one lock that every call takes — and the standard
   // deviation of that number.  A lock that only some threads reach (an arena two threads share, a

@@ -217,11 +217,12 @@ std::string contention_reason(const ContentionVerdict& v) {
     case ContentionReason::SleepersOnOneWord:
       return fmt::format("calls asleep inside the allocator wait on one lock: {} of the {} calls seen asleep in a "
                          "futex wait waited on one word, calls of {} threads ({:.1f} if every thread's calls were as "
-                         "likely to) among them allocating calls of sizes from {} to {} bytes{}; one lock serves every "
-                         "thread and size class",
+                         "likely to) among them allocating calls of sizes from {} to {} bytes{} ({}); one lock serves "
+                         "every thread and size class",
                          in.peers.top_waits, in.peers.futex_waits, in.peers.top_threads, in.peers.top_threads_expected,
                          in.peers.top_min_size, in.peers.top_max_size,
-                         in.slow_slept ? fmt::format(", and {}", slept_text(in)) : std::string());
+                         in.slow_slept ? fmt::format(", {}", slept_text(in)) : std::string(),
+                         measure_text(a));
     case ContentionReason::ProbesSleepApart:
       return fmt::format("allocations sleep inside the allocator behind calls of other sizes: {} of the {} "
                          "allocations timed while every other thread inside a call was in an allocation of a size at "
