@@ -73,13 +73,15 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  "looks at threads inside calls: {} at calls timed for 2 µs or more, {} outside the "
                                  "timing windows), the share that waited on the word most waited on ({} words in all); "
                                  "they came from {} threads ({:.1f} ± {:.1f} if drawn from every thread's calls, as "
-                                 "one lock for all would leave them), its allocating calls of sizes {}–{} B; the "
+                                 "one lock for all would leave them; {} of them asleep in allocating calls), its "
+                                 "allocating calls of sizes {}–{} B; the "
                                  "looking threads' own next allocations were held up (slept, or took 2 µs or more) {} "
                                  "of {} times after seeing a sleeper there and {} of {} times after other looks (1, "
                                  "from every thread and size, holding up the next allocation: one lock for all)",
                                  in.peers.futex_waits, in.peers.looks, in.peers.looks - in.peers.outside_looks,
                                  in.peers.outside_looks, in.peers.words, in.peers.top_threads,
-                                 in.peers.top_threads_expected, in.peers.top_threads_sd, in.peers.top_min_size,
+                                 in.peers.top_threads_expected, in.peers.top_threads_sd,
+                                 in.peers.top_allocating_threads, in.peers.top_min_size,
                                  in.peers.top_max_size, in.peers.probes_after_sleeper_held,
                                  in.peers.probes_after_sleeper, in.peers.probes_other_held, in.peers.probes_other)});
   }
@@ -88,10 +90,12 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                      fmt::format("of the {} allocations timed as probes (right after a look at other threads, or "
                                  "between the looks) while every other thread inside a call was in an allocation of a size at least twice apart, "
                                  "the share that slept inside the allocator ({} asleep, in {} threads, {} of them beside "
-                                 "sizes on either side of the median request; {} probes in all, {} asleep; a lock per "
-                                 "size class leaves none asleep, one lock for every call does)",
+                                 "sizes on either side of the median request; {} probes in all, {} of them between the "
+                                 "looks, {} asleep; a lock per size class leaves none asleep, one lock for every call "
+                                 "does)",
                                  in.peers.probes_apart, in.peers.probes_apart_slept, in.peers.probes_apart_slept_threads,
-                                 in.peers.probes_apart_slept_across_median, in.peers.probes, in.peers.probes_slept)});
+                                 in.peers.probes_apart_slept_across_median, in.peers.probes, in.peers.probes_alone,
+                                 in.peers.probes_slept)});
   }
   if (in.peers.probes_apart_low > 0 && in.peers.probes_unmet > 0) {
     const PeerWaitMeasure& p = in.peers;
