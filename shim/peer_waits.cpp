@@ -150,8 +150,8 @@ bool keep_look(Slot* self, const format::PeerWait& w) {
 
 }  // namespace
 
-std::atomic<uint64_t> g_next_outside_look{0};
-std::atomic<uint64_t> g_next_probe{0};
+std::atomic<uint64_t> g_next_outside_turn{0};
+std::atomic<uint64_t> g_outside_turns{0};
 
 bool make_look_room(Slot* self) {
   if (self->h.peer_count.load(std::memory_order_relaxed) < kPeerWaits) return true;
@@ -192,30 +192,15 @@ bool start_probe(Slot* self, const format::PeerWait& w, const uint64_t* addrs, u
 
 }  // namespace
 
-bool look_outside(Slot* self, uint64_t now) {
-  const SamplingConfig& c = g_sampling;
-  uint64_t due = g_next_outside_look.load(std::memory_order_relaxed);
-  if (now < due || !g_next_outside_look.compare_exchange_strong(due, now + c.look_outside_gap, std::memory_order_relaxed))
-    return false;  // another thread looks this time
-  if (g_unreadable.load(std::memory_order_relaxed) || g_no_vm_read.load(std::memory_order_relaxed) ||
-      !make_look_room(self))
-    return false;
-  const uint64_t pick = mix64(now ^ self->h.serial);
-  Slot* peers[kPeerCandidates];
-  const uint32_t n = some_peers(self, pick, peers, kPeerCandidates);
-  uint64_t addrs[kPeerCandidates], gates[kPeerCandidates];
-  uint32_t m = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    addrs[m] = load_shared(peers[i]->h.gate_addr);
-    if (addrs[m]) peers[m++] = peers[i];
-  }
-  if (m == 0) return false;
+namespace {
+
+// The look of one turn: at one of the `m` threads whose gate words lie at `addrs`, chosen among
+// those inside an allocator call (each as likely: reservoir sampling of one).  The record says
+// what it was doing, or kPeerNotSeen; false when the kernel refuses process_vm_readv.
+bool look_at_one(Slot* const* peers, const uint64_t* addrs, uint32_t m, uint64_t pick, format::PeerWait* w) {
+  uint64_t gates[kPeerCandidates];
   const long got = read_gates(addrs, gates, m);
-  if (got < 0) {
-    g_no_vm_read.store(true, std::memory_order_relaxed);
-    return false;
-  }
-  // One of the threads inside an allocator call, each as likely (reservoir sampling of one).
+  if (got < 0) return false;
   long chosen = -1;
   uint64_t seen = 0;
   for (long i = 0; i < got; i++) {
@@ -223,50 +208,50 @@ bool look_outside(Slot* self, uint64_t now) {
     ++seen;
     if (mix64(pick + seen) % seen == 0) chosen = i;
   }
-  // The probe is taken whatever the look finds: a look that sees nobody records the probe alone.
-  format::PeerWait w{};
-  w.peer_serial = load_shared(peers[0]->h.serial);
-  w.peer_start_tick = format::kPeerUntimed;
-  w.syscall = format::kPeerNotSeen;
-  w.tick = now;
-  if (chosen >= 0) {
-    Slot* peer = peers[chosen];
-    format::PeerWait seen = w;
-    seen.peer_serial = load_shared(peer->h.serial);
-    const int fd = open_peer(load_shared(peer->h.tid));
-    // The call may have ended while the file was opened: the one in progress now, if any, is looked
-    // at.  The decisions before the gate: a gate read again unchanged, with no decision since, is
-    // one call.
-    uint64_t gate = 0, decided = 0;
-    const auto still_inside = [&] {
-      uint64_t now_gate = 0;
-      const uint64_t now_decided = load_shared(peer->h.decisions);
-      if (read_gates(&addrs[chosen], &now_gate, 1) != 1 || !gate_in_call(now_gate)) return false;
-      if (gate == 0) gate = now_gate, decided = now_decided;
-      return now_gate == gate && now_decided == decided && peer->h.state.load(std::memory_order_acquire) == kSlotOwned &&
-             load_shared(peer->h.serial) == seen.peer_serial;
-    };
-    if (fd >= 0 && read_peer(fd, &seen, still_inside)) {
-      seen.peer_start_tick = format::peer_untimed_call(gate_op(gate), gate_bucket(gate));
-      w = seen;
-    }
+  w->peer_serial = load_shared(peers[0]->h.serial);
+  w->syscall = format::kPeerNotSeen;
+  if (chosen < 0) return true;
+  Slot* peer = peers[chosen];
+  format::PeerWait found = *w;
+  found.peer_serial = load_shared(peer->h.serial);
+  const int fd = open_peer(load_shared(peer->h.tid));
+  // The call may have ended while the file was opened: the one in progress now, if any, is looked
+  // at.  The decisions before the gate: a gate read again unchanged, with no decision since, is
+  // one call.
+  uint64_t gate = 0, decided = 0;
+  const auto still_inside = [&] {
+    uint64_t now_gate = 0;
+    const uint64_t now_decided = load_shared(peer->h.decisions);
+    if (read_gates(&addrs[chosen], &now_gate, 1) != 1 || !gate_in_call(now_gate)) return false;
+    if (gate == 0) gate = now_gate, decided = now_decided;
+    return now_gate == gate && now_decided == decided && peer->h.state.load(std::memory_order_acquire) == kSlotOwned &&
+           load_shared(peer->h.serial) == found.peer_serial;
+  };
+  if (fd >= 0 && read_peer(fd, &found, still_inside)) {
+    found.peer_start_tick = format::peer_untimed_call(gate_op(gate), gate_bucket(gate));
+    *w = found;
   }
-  return start_probe(self, w, addrs, m, n == kPeerCandidates);
+  return true;
 }
 
-bool probe_alone(Slot* self, uint64_t now) {
+}  // namespace
+
+bool outside_turn(Slot* self, uint64_t now) {
   const SamplingConfig& c = g_sampling;
-  uint64_t due = g_next_probe.load(std::memory_order_relaxed);
-  if (now < due || !g_next_probe.compare_exchange_strong(due, now + c.probe_gap, std::memory_order_relaxed))
-    return false;  // another thread probes this time
+  uint64_t due = g_next_outside_turn.load(std::memory_order_relaxed);
+  if (now < due || !g_next_outside_turn.compare_exchange_strong(due, now + c.outside_gap, std::memory_order_relaxed))
+    return false;  // another thread takes this turn
+  // Only the thread that won the turn counts it: every kTurnsPerLook-th turn looks too.
+  const bool look_turn = g_outside_turns.fetch_add(1, std::memory_order_relaxed) % format::kTurnsPerLook == 0;
   if (g_no_vm_read.load(std::memory_order_relaxed) || !make_look_room(self)) return false;
+  const uint64_t pick = mix64(now ^ self->h.serial);
   Slot* peers[kPeerCandidates];
-  const uint32_t n = some_peers(self, mix64(now ^ self->h.serial), peers, kPeerCandidates);
+  const uint32_t n = some_peers(self, pick, peers, kPeerCandidates);
   uint64_t addrs[kPeerCandidates];
   uint32_t m = 0;
   for (uint32_t i = 0; i < n; i++) {
     addrs[m] = load_shared(peers[i]->h.gate_addr);
-    if (addrs[m]) ++m;
+    if (addrs[m]) peers[m++] = peers[i];
   }
   if (m == 0) return false;  // no other thread: nobody to meet
   format::PeerWait w{};
@@ -274,6 +259,11 @@ bool probe_alone(Slot* self, uint64_t now) {
   w.peer_start_tick = format::kPeerUntimed;
   w.syscall = format::kPeerNoLook;
   w.tick = now;
+  // A look turn whose look cannot be taken (the kernel's file unreadable) is a probe alone.
+  if (look_turn && !g_unreadable.load(std::memory_order_relaxed) && !look_at_one(peers, addrs, m, pick, &w)) {
+    g_no_vm_read.store(true, std::memory_order_relaxed);
+    return false;
+  }
   return start_probe(self, w, addrs, m, n == kPeerCandidates);
 }
 

@@ -17,8 +17,9 @@
 // kPeerLookOutsideGapNs whichever thread notices it is time (at a window check): at one of the
 // threads inside any allocator call, timed or not; and then times its own call, the one it was
 // about to make (a probe: did the lock it saw hold that call up too?).  Between the looks it
-// probes alone, more often (format.h kPeerNoLook): a probe costs a process_vm_readv and two
-// getrusage calls, a look three more system calls and a read of the kernel's file.  Which threads are inside, and in which call,
+// probes alone, as often again (format.h kPeerNoLook): a probe costs a process_vm_readv and two
+// getrusage calls, a look three more system calls and a read of the kernel's file; both share one
+// schedule, so that a window check reads one word to know neither is due.  Which threads are inside, and in which call,
 // their gate words say (recorder.h in_call_depth), read with process_vm_readv, which fails
 // rather than faults on a thread that has exited meanwhile; read again after the /proc file, the
 // same word with no timing decision since means the same call.
@@ -35,27 +36,23 @@ namespace allocscope {
 // call, if it is time to look again (ThreadCtx::next_look).
 void look_at_peers(Slot* self, uint64_t now);
 
-// Gate words read at once by a look outside the windows: it looks at one of those inside a call.
+// Gate words read at once by a turn outside the windows: a look picks one of those inside a call.
 constexpr uint32_t kPeerCandidates = 32;
-// The tick from which the next look outside the windows is due.
-extern std::atomic<uint64_t> g_next_outside_look;
-// At a window check outside the windows: looks, if it is due (checked inline first).  True when
-// it saw something: the look waits in ThreadCtx::probe_look for the call about to be made, which
-// is timed as a probe (finish_probe, recorder.h) — or kept as it is (drop_probe).
-bool look_outside(Slot* self, uint64_t now);
+// Outside the windows (format.h kModePeerLooksOutside, kModePeerProbes): at most once per
+// kPeerProbeGapNs for the whole process, the thread that notices it at a window check takes a
+// turn — it times the call it was about to make as a probe, having read which other threads are
+// inside calls; and every kTurnsPerLook-th turn it first looks at one of them.  The tick from which
+// the next turn is due, and the turns taken.
+extern std::atomic<uint64_t> g_next_outside_turn;
+extern std::atomic<uint64_t> g_outside_turns;
+// Takes the turn, if it is due (checked inline first).  True when the probe waits in
+// ThreadCtx::probe_look for the call about to be made (finish_probe, recorder.h); a look whose
+// probe is not taken is kept as it is (drop_probe).
+bool outside_turn(Slot* self, uint64_t now);
 // Keeps a pending look without its probe (the call failed or threw).
 void drop_probe();
-inline bool outside_look_due(uint64_t now) {
-  return g_sampling.look_outside_gap && now >= g_next_outside_look.load(std::memory_order_relaxed);
-}
-// Between the looks (format.h kModePeerProbes): at most once per kPeerProbeGapNs for the whole
-// process, the thread that notices it is time at a window check times the call it was about to
-// make as a probe, reading first which other threads are inside calls — and looks at none.  True
-// when the probe waits in ThreadCtx::probe_look, as after a look.
-extern std::atomic<uint64_t> g_next_probe;
-bool probe_alone(Slot* self, uint64_t now);
-inline bool probe_due(uint64_t now) {
-  return g_sampling.probe_gap && now >= g_next_probe.load(std::memory_order_relaxed);
+inline bool outside_turn_due(uint64_t now) {
+  return g_sampling.outside_gap && now >= g_next_outside_turn.load(std::memory_order_relaxed);
 }
 // When the records are full and all written, the owner empties them; false if they stay full.
 bool make_look_room(Slot* self);

@@ -128,13 +128,11 @@ void configure_sampling(const format::Calibration& c) {
   // when another thread has been inside a timed call for 2 µs.  Off with ALLOCSCOPE_PEERS=0.
   s.look_gap = s.switch_ticks && env_uint("ALLOCSCOPE_PEERS", 1) != 0
                    ? c.tick_hz * format::kPeerLookGapNs / 1000000000 : 0;
-  // Outside the windows (peer_waits.h look_outside): at most once per kPeerLookOutsideGapNs for
-  // the whole process, about 1 % of one CPU at most; only where there are windows to be outside of.
-  s.look_outside_gap = s.look_gap && s.sample_every > 1 ? c.tick_hz * format::kPeerLookOutsideGapNs / 1000000000 : 0;
-  // Probes between those looks (peer_waits.h probe_alone): at most once per kPeerProbeGapNs for the
-  // process, a process_vm_readv and two getrusage calls each (measured with the looks: 1-3 % of a
-  // run, docs/overhead.md).
-  s.probe_gap = s.look_outside_gap ? c.tick_hz * format::kPeerProbeGapNs / 1000000000 : 0;
+  // Outside the windows (peer_waits.h outside_turn): a probe at most once per kPeerProbeGapNs for
+  // the whole process, every kTurnsPerLook-th with a look (once per kPeerLookOutsideGapNs); only
+  // where there are windows to be outside of.  Measured with the looks: 0-5 % of a run
+  // (docs/overhead.md).
+  s.outside_gap = s.look_gap && s.sample_every > 1 ? c.tick_hz * format::kPeerProbeGapNs / 1000000000 : 0;
 }
 
 // Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.
@@ -314,8 +312,7 @@ bool write_calibration_chunk() {
                  format::kModeCxxOperators | (g_lock_waits ? format::kModeLocks : 0) |
                  (g_sampling.switch_ticks ? format::kModeSwitches : 0) | format::kModeNoticeBounded |
                  (g_sampling.look_gap ? format::kModePeerWaits : 0) |
-                 (g_sampling.look_outside_gap ? format::kModePeerLooksOutside : 0) |
-                 (g_sampling.probe_gap ? format::kModePeerProbes : 0);
+                 (g_sampling.outside_gap ? format::kModePeerLooksOutside | format::kModePeerProbes : 0);
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(

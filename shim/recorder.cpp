@@ -225,13 +225,9 @@ namespace {
 Timing untimed_decision(ThreadCtx& t, Slot* s, const SamplingConfig& c, uint64_t now, bool was_timing) {
   t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
   bool probe = false;
-  if (__builtin_expect(outside_look_due(now), 0)) {
-    probe = look_outside(s, now);
-    t.last_check = ticks();  // the look's microseconds are not the calls' pace
-    t.sw_valid = 0;
-  } else if (__builtin_expect(probe_due(now), 0)) {
-    probe = probe_alone(s, now);
-    t.last_check = ticks();
+  if (__builtin_expect(outside_turn_due(now), 0)) {
+    probe = outside_turn(s, now);
+    t.last_check = ticks();  // the turn's microseconds are not the calls' pace
     t.sw_valid = 0;
   }
   store_shared(s->h.last_tick, now);

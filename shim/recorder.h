@@ -96,8 +96,7 @@ struct SamplingConfig {
   uint64_t stack_slow_ticks;   // and on every timed call at least this slow
   uint64_t switch_ticks;       // a timed call this slow gets its context switches (kEvSwitches); 0: none
   uint64_t look_gap;           // ticks between a thread's looks at other threads (peer_waits.h); 0: none
-  uint64_t look_outside_gap;   // ticks between the process's looks outside the windows; 0: none
-  uint64_t probe_gap;          // ticks between the process's probes without a look; 0: none
+  uint64_t outside_gap;        // ticks between the process's turns outside the windows (probes, some with a look); 0: none
 };
 extern SamplingConfig g_sampling;
 inline constexpr bool& g_exact_free_sizes = g_forwarding.exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1

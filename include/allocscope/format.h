@@ -128,8 +128,8 @@ constexpr uint64_t kModePeerWaits = 1u << 7;
 // Besides, outside the windows, the process looked now and then (at most once per
 // kPeerLookOutsideGapNs) at a thread inside any allocator call (PeerWait with kPeerUntimed).
 constexpr uint64_t kModePeerLooksOutside = 1u << 8;
-// Between those looks, the process times one allocator call now and then (at most once per
-// kPeerProbeGapNs, all threads together) as a probe without a look (PeerWait with kPeerNoLook).
+// Between those looks, the process times one allocator call now and then (twice a millisecond
+// at most, all threads together: kTurnsPerLook) as a probe without a look (PeerWait with kPeerNoLook).
 constexpr uint64_t kModePeerProbes = 1u << 9;
 
 struct Calibration {
@@ -378,12 +378,16 @@ constexpr int32_t kPeerRunning = -2;      // on a CPU: the kernel does not say m
 // A look outside the windows that saw nothing (no thread inside a call, or it left the call before
 // the read): the record carries the observer's probe only.
 constexpr int32_t kPeerNotSeen = -3;
-// A probe taken between the looks, at most once per kPeerProbeGapNs: no thread was looked at, and
+// A probe taken between the looks (kTurnsPerLook - 1 of every kTurnsPerLook turns, a turn at most
+// every kPeerProbeGapNs): no thread was looked at, and
 // the record carries the probe only (with kPeerUntimed; peer_serial is the observer's own).  These
 // probes sample the allocator's calls at moments that depend neither on the allocator nor on a
 // look's reading of /proc just before, and are several times as many as the looks.
 constexpr int32_t kPeerNoLook = -4;
-constexpr uint64_t kPeerProbeGapNs = 500000;
+// The looks and the probes alone share one schedule: a turn at most every kPeerProbeGapNs, every
+// kTurnsPerLook-th of them with a look — two probes alone a millisecond, one look.
+constexpr uint64_t kTurnsPerLook = 3;
+constexpr uint64_t kPeerProbeGapNs = kPeerLookOutsideGapNs / kTurnsPerLook;
 // peer_start_tick of a look outside the windows: bits 0-7 the peer's size bucket, 8-11 its op;
 // 12-15 the observer's own call's op, 16-23 its size bucket, 24-31 its latency bin; 32-39 and
 // 40-47 the smallest and largest bucket of the other threads' allocating calls in progress as it
