@@ -59,6 +59,24 @@ std::vector<BucketSummary> Profile::totals_by_bucket() const {
   return non_empty;
 }
 
+Profile::PeerLookCounts Profile::peer_look_counts() const {
+  PeerLookCounts c;
+  for (const PeerLook& l : peer_waits) {
+    const uint64_t x = l.wait.peer_start_tick;
+    const bool slept = format::peer_probed(x) && format::peer_probe_slept(x);
+    if (l.wait.syscall == format::kPeerNoLook) {
+      ++c.alone;
+      c.alone_slept += slept;
+      continue;
+    }
+    ++c.looks;
+    c.outside += format::peer_call_untimed(x);
+    c.probed += format::peer_probed(x);
+    c.probed_slept += slept;
+  }
+  return c;
+}
+
 const ThreadProfile* Profile::find_thread(uint32_t serial) const {
   const auto it = std::lower_bound(threads.begin(), threads.end(), serial,
                                    [](const ThreadProfile& t, uint32_t s) { return t.serial < s; });

@@ -71,6 +71,13 @@ struct Profile {
     format::PeerWait wait;
   };
   std::vector<PeerLook> peer_waits;
+  // Those records counted: looks (all but the probes alone), of them outside the windows and
+  // followed by a probe (and that probe asleep), and the probes alone (kPeerNoLook; and asleep).
+  struct PeerLookCounts {
+    uint64_t looks = 0, outside = 0, probed = 0, probed_slept = 0;
+    uint64_t alone = 0, alone_slept = 0;
+  };
+  PeerLookCounts peer_look_counts() const;
 
   TickClock clock;  // ticks -> ns for this profile
 

@@ -117,20 +117,12 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   w.field("cxx_operators", (c.mode_flags & format::kModeCxxOperators) != 0);
   w.field("locks", (c.mode_flags & format::kModeLocks) != 0);
   w.field("peer_waits", (c.mode_flags & format::kModePeerWaits) != 0);
-  uint64_t looks = 0, outside = 0, alone = 0;
-  for (const Profile::PeerLook& l : p.peer_waits) {
-    if (l.wait.syscall == format::kPeerNoLook) {
-      ++alone;
-      continue;
-    }
-    ++looks;
-    outside += format::peer_call_untimed(l.wait.peer_start_tick);
-  }
-  w.field("peer_looks", looks);
+  const Profile::PeerLookCounts looks = p.peer_look_counts();
+  w.field("peer_looks", looks.looks);
   w.field("peer_looks_outside_windows", (c.mode_flags & format::kModePeerLooksOutside) != 0);
-  w.field("peer_looks_outside", outside);
+  w.field("peer_looks_outside", looks.outside);
   w.field("peer_probes_between_looks", (c.mode_flags & format::kModePeerProbes) != 0);
-  w.field("peer_probes_alone", alone);
+  w.field("peer_probes_alone", looks.alone);
   w.end_object();
 }
 

@@ -254,16 +254,9 @@ std::string trace_section(const Profile& p) {
   }
   if (!p.peer_waits.empty()) {
     std::map<int32_t, uint64_t> by_state;
-    uint64_t looks = 0, alone = 0, alone_slept = 0;
-    for (const Profile::PeerLook& l : p.peer_waits) {
-      if (l.wait.syscall == format::kPeerNoLook) {
-        ++alone;
-        alone_slept += format::peer_probe_slept(l.wait.peer_start_tick);
-        continue;
-      }
-      ++looks;
-      ++by_state[l.wait.syscall];
-    }
+    for (const Profile::PeerLook& l : p.peer_waits)
+      if (l.wait.syscall != format::kPeerNoLook) ++by_state[l.wait.syscall];
+    const Profile::PeerLookCounts looks = p.peer_look_counts();
     std::string states;
     for (const auto& [state, n] : by_state) {
       const std::string name = state == format::kPeerNotSeen      ? "nobody seen"
@@ -273,20 +266,13 @@ std::string trace_section(const Profile& p) {
                                                                    : fmt::format("syscall {}", state);
       states += fmt::format("{}{} {}", states.empty() ? "" : ", ", name, group_digits(n));
     }
-    uint64_t outside = 0, probes = 0, slept = 0;
-    for (const Profile::PeerLook& l : p.peer_waits) {
-      if (l.wait.syscall == format::kPeerNoLook) continue;
-      outside += format::peer_call_untimed(l.wait.peer_start_tick);
-      probes += format::peer_probed(l.wait.peer_start_tick);
-      slept += format::peer_probed(l.wait.peer_start_tick) && format::peer_probe_slept(l.wait.peer_start_tick);
-    }
     fields.add("peer looks", fmt::format("{} ({}); {} outside the windows, {} followed by a timed call of the "
                                          "observer's own ({} asleep)",
-                                         group_digits(looks), states, group_digits(outside),
-                                         group_digits(probes), group_digits(slept)));
-    if (alone > 0)
-      fields.add("probes", fmt::format("{} timed calls without a look, between the looks ({} asleep)", group_digits(alone),
-                                       group_digits(alone_slept)));
+                                         group_digits(looks.looks), states, group_digits(looks.outside),
+                                         group_digits(looks.probed), group_digits(looks.probed_slept)));
+    if (looks.alone > 0)
+      fields.add("probes", fmt::format("{} timed calls without a look, between the looks ({} asleep)",
+                                       group_digits(looks.alone), group_digits(looks.alone_slept)));
   }
   fields.add("modules", group_digits(p.modules.modules().size()));
   for (const auto& m : p.modules.modules()) {

@@ -203,6 +203,10 @@ TEST_F(ProfileTest, ProbesWithoutALookAreKeptAndMustCarryTheirProbe) {
   ASSERT_EQ(p.peer_waits.size(), 1u);
   EXPECT_EQ(p.peer_waits[0].wait.syscall, format::kPeerNoLook);
   EXPECT_EQ(p.peer_waits[0].observer, 1u);
+  const Profile::PeerLookCounts counts = p.peer_look_counts();
+  EXPECT_EQ(counts.looks, 0u);  // a probe alone is no look
+  EXPECT_EQ(counts.alone, 1u);
+  EXPECT_EQ(counts.alone_slept, 0u);
 
   // A record that says "no look" but holds no probe, or a look of unknown state, names its offset.
   for (const int32_t state : {format::kPeerNoLook, format::kPeerNoLook - 1}) {
