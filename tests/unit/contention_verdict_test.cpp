@@ -234,17 +234,23 @@ TEST(ContentionVerdict, ParallelCallsThatSleepAreUnsure) {
   EXPECT_EQ(v.reason, ContentionReason::Sleeping);
 }
 
-TEST(ContentionVerdict, AHairSlowerIsNoneOnlyWhereNoSlowCallSlept) {
-  // Met calls 0.525 (bounds 0.521-0.529): interference, not enough for "none" by the strict
-  // rule (S + 3σ < 0.52); enough where every slow call's switches were read and none slept.
+// One class whose 40,000 calls made alone took 10 or 11 ticks (half each), and whose met calls
+// (allocating, beside allocating and running calls alike) took 10 ticks `fast` times, 11 `slow`.
+ExclusionCell met_and_alone(uint64_t fast, uint64_t slow) {
   ExclusionCell c;
   c.alone.add(10, 20000);
   c.alone.add(11, 20000);
-  c.met.add(10, 18000);
-  c.met.add(11, 22000);
+  c.met.add(10, fast);
+  c.met.add(11, slow);
   c.met_allocating = c.met;
   c.met_running = c.met;
-  ContentionInputs in = inputs({c}, {}, ends(1.0, 0.01));
+  return c;
+}
+
+TEST(ContentionVerdict, AHairSlowerIsNoneOnlyWhereNoSlowCallSlept) {
+  // Met calls 0.525 (bounds 0.521-0.529): interference, not enough for "none" by the strict
+  // rule (S + 3σ < 0.52); enough where every slow call's switches were read and none slept.
+  ContentionInputs in = inputs({met_and_alone(18000, 22000)}, {}, ends(1.0, 0.01));
   ASSERT_NEAR(*in.allocating.slower.value, 0.525, 1e-9);
   EXPECT_EQ(judge_contention(in).kind, ContentionKind::Unsure);  // switches not recorded
   in.switches_recorded = true;
@@ -628,14 +634,7 @@ TEST(ContentionVerdict, ProbesHeldUpBesideOtherSizesForbidNone) {
   // allocations of other sizes more often than alone (a spin lock with short critical sections,
   // measured under mixed sizes at two threads); in one thread only, that cannot say one lock for
   // all either.
-  ExclusionCell c;
-  c.alone.add(10, 20000);
-  c.alone.add(11, 20000);
-  c.met.add(10, 20000);
-  c.met.add(11, 20000);
-  c.met_allocating = c.met;
-  c.met_running = c.met;
-  ContentionInputs in = inputs({c}, {}, ends(1.0, 0.01));
+  ContentionInputs in = inputs({met_and_alone(20000, 20000)}, {}, ends(1.0, 0.01));
   in.busy_threads = 2;
   in.cpus = 2;
   ASSERT_EQ(judge_contention(in).kind, ContentionKind::None);

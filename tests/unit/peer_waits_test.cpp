@@ -130,7 +130,7 @@ Profile::PeerLook probe_alone(uint32_t observer, uint64_t own, unsigned inside, 
   format::ProbePeers pp = format::kNoProbePeers;
   pp.inside = inside;
   if (inside) pp.min_bucket = bucket_of(lo), pp.max_bucket = bucket_of(hi);
-  // The tally's slow_ticks is 1000: latency bin 40 starts at 1024 ticks, bin 20 at 48.
+  // The tally's slow_ticks is 1000: a held-up probe's latency bin starts at 1024 ticks, another's at 48.
   l.wait.peer_start_tick = format::kPeerUntimed | format::peer_probe(static_cast<unsigned>(Op::Malloc), bucket_of(own),
                                                                      held ? bucket_of(1024) : bucket_of(48), false, pp);
   return l;
