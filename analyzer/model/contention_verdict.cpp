@@ -50,6 +50,10 @@ constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: f
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
+// The binomial variance of a share measured over n trials, never below that of one trial in n
+// (a share of 0 or 1 is not known exactly).
+double share_variance(double share, double n) { return std::max(share * (1 - share), 1.0 / n) / n; }
+
 // A tenth or more of the looks found threads in calls on the memory map (or there were no looks):
 // probes may have slept on the kernel's map lock, not on any lock of the allocator's.
 bool on_memory_map(const PeerWaitMeasure& p) {
@@ -242,7 +246,7 @@ Rule by_shared_word(const ContentionInputs& in) {
     return std::nullopt;
   // Confidence: how far the share of the top word lies above the threshold, in binomial errors.
   const double share = p.top_share(), n = static_cast<double>(p.futex_waits);
-  const double se = std::sqrt(std::max(share * (1 - share), 1.0 / n) / n);
+  const double se = std::sqrt(share_variance(share, n));
   return Decision{ContentionKind::GlobalLock, ContentionReason::SleepersOnOneWord,
                   normal_cdf((share - kOneWordShare) / se)};
 }
@@ -268,7 +272,7 @@ Rule by_probe_sleeps(const ContentionInputs& in) {
     return std::nullopt;
   if (on_memory_map(p)) return std::nullopt;
   const double share = p.apart_slept_share(), n = static_cast<double>(p.probes_apart);
-  const double se = std::sqrt(std::max(share * (1 - share), 1.0 / n) / n);
+  const double se = std::sqrt(share_variance(share, n));
   return Decision{ContentionKind::GlobalLock, ContentionReason::ProbesSleepApart, normal_cdf((share - kProbesSlept) / se)};
 }
 
@@ -305,7 +309,7 @@ Rule by_probe_holdups(const ContentionInputs& in) {
   const double n1 = static_cast<double>(p.probes_apart_low), n0 = static_cast<double>(p.probes_unmet);
   const double held = static_cast<double>(p.probes_apart_low_held) / n1;
   const double unmet = static_cast<double>(p.probes_unmet_held) / n0;
-  const double se = std::sqrt(std::max(held * (1 - held), 1.0 / n1) / n1 + std::max(unmet * (1 - unmet), 1.0 / n0) / n0);
+  const double se = std::sqrt(share_variance(held, n1) + share_variance(unmet, n0));
   return Decision{ContentionKind::GlobalLock, ContentionReason::ProbesHeldApart, normal_cdf((held - unmet) / se)};
 }
 
