@@ -62,7 +62,7 @@ __attribute__((noinline)) auto observe_full(Op o, uint64_t size, Real real, Fail
   if (!s) return real();
   const unsigned b = bucket_of(size);
   count_call(s, op_index(o), b, size);
-  const Timing tm = start_timing(s);
+  const Timing tm = start_timing(s, allocates(op_index(o)));
   enter_call(op_index(o), b);
   ThrowGuard<Throws> guard{o, size, true};
   auto r = real();

@@ -2,6 +2,7 @@
 #include "peer_waits.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/uio.h>
 
 #include <atomic>
@@ -151,6 +152,7 @@ bool keep_look(Slot* self, const format::PeerWait& w) {
 }  // namespace
 
 std::atomic<uint64_t> g_next_outside_turn{0};
+std::atomic<uint64_t> g_next_hold{0};
 std::atomic<uint64_t> g_outside_turns{0};
 
 bool make_look_room(Slot* self) {
@@ -236,13 +238,158 @@ bool look_at_one(Slot* const* peers, const uint64_t* addrs, uint32_t m, uint64_t
 
 }  // namespace
 
-bool outside_turn(Slot* self, uint64_t now) {
+namespace {
+
+// How long a requester waits for the held threads to stop, in holds (8 x 30 µs): a signal reaches
+// a thread that sleeps, or waits for a CPU, only when it runs again.  A request older than that has
+// lapsed.
+constexpr uint64_t kHoldAckWait = 8;
+
+// The signal that holds a thread (0: not chosen yet, -1: none could be had), and the handler.
+std::atomic<int> g_hold_signal{0};
+std::atomic<int> g_hold_choosing{0};
+
+// Interrupts the thread where it is, inside an allocator call or not, and stays there for
+// hold_ticks if a request is outstanding and fresh (a signal that was pending while the thread
+// could not take it comes late: then nothing is held).  Only the clock and the thread's own slot.
+void on_hold_signal(int) {
+  const ThreadCtx& t = t_ctx;
+  Slot* s = t.slot;
+  if (!s) return;
+  const uint64_t asked = s->h.hold_request.load(std::memory_order_acquire);
+  if (asked == 0) return;
+  const uint64_t start = ticks();
+  s->h.hold_request.store(0, std::memory_order_relaxed);
+  if (start - asked > kHoldAckWait * g_sampling.hold_ticks) return;
+  uint64_t gate;
+  __builtin_memcpy(&gate, &t.countdown, sizeof gate);
+  s->h.hold_gate.store(gate, std::memory_order_relaxed);
+  s->h.hold_start.store(start, std::memory_order_release);
+  uint64_t end = start;
+  while (end - start < g_sampling.hold_ticks) {
+    __builtin_ia32_pause();
+    end = ticks();
+  }
+  s->h.hold_end.store(end, std::memory_order_release);
+}
+
+// The hold signal, installed on first use: the highest real-time signal from 60 down whose
+// disposition is the default (the program does not use it); none when every one is taken.  Checked
+// again at every hold: a program that installs its own handler on it later ends the holds.
+int hold_signal() {
+  int sig = g_hold_signal.load(std::memory_order_acquire);
+  if (sig < 0) return -1;
+  if (sig > 0) {
+    struct sigaction cur;
+    if (::sigaction(sig, nullptr, &cur) == 0 && cur.sa_handler == on_hold_signal) return sig;
+    g_hold_signal.store(-1, std::memory_order_release);
+    return -1;
+  }
+  int idle = 0;
+  if (!g_hold_choosing.compare_exchange_strong(idle, 1, std::memory_order_acquire)) return -1;
+  int chosen = -1;
+  for (int n = 60; n >= 40 && chosen < 0; --n) {
+    struct sigaction cur;
+    if (::sigaction(n, nullptr, &cur) != 0 || cur.sa_handler != SIG_DFL) continue;
+    struct sigaction sa;
+    __builtin_memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_hold_signal;
+    sa.sa_flags = SA_RESTART;
+    if (::sigaction(n, &sa, nullptr) == 0) chosen = n;
+  }
+  g_hold_signal.store(chosen, std::memory_order_release);
+  return chosen;
+}
+
+// Whether the thread of `peer` is on a CPU now (the kernel's file says "running"): only such a
+// thread takes the hold signal at once.  One waiting for a CPU (more threads than CPUs, or a busy
+// machine) takes it when it runs again, maybe milliseconds later; one asleep wakes for it, and
+// holds nothing.
+bool on_a_cpu(const Slot* peer) {
+  if (g_unreadable.load(std::memory_order_relaxed)) return true;  // cannot tell: ask it anyway
+  const int fd = open_peer(load_shared(peer->h.tid));
+  if (fd < 0) return false;
+  format::PeerWait w{};
+  return read_peer(fd, &w, [] { return true; }) && w.syscall == format::kPeerRunning;
+}
+
+// A hold turn: asks the threads (of the `m` at `peers`, gate words at `addrs`) that are inside
+// allocator calls to stay where they are, waits until they do (kHoldAckWait holds at most), and makes the
+// call this thread is about to make the probe of the hold.  False when nothing could be held.
+bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t m, int sig, uint64_t now) {
+  ThreadCtx& t = t_ctx;
+  const SamplingConfig& c = g_sampling;
+  // The hold must end before the next window opens: a call held into a window would be timed.
+  if (t.next_open > now && t.next_open - now < (kHoldAckWait + 2) * c.hold_ticks) return false;
+  uint64_t gates[kPeerCandidates];
+  const long got = read_gates(addrs, gates, m);
+  const int pid = sys::getpid();
+  uint32_t asked = 0;
+  for (long i = 0; i < got && asked < sizeof t.hold_targets / sizeof t.hold_targets[0]; i++) {
+    if (!gate_in_call(gates[i]) || !allocates(gate_op(gates[i]))) continue;  // a release's size is not known
+    Slot* peer = peers[i];
+    if (!on_a_cpu(peer)) continue;
+    uint64_t none = 0;  // one request at a time per thread: one pending signal at most
+    if (!peer->h.hold_request.compare_exchange_strong(none, now, std::memory_order_acq_rel)) continue;
+    peer->h.hold_start.store(0, std::memory_order_relaxed);
+    peer->h.hold_end.store(0, std::memory_order_relaxed);
+    if (sys::failed(sys::tgkill(pid, static_cast<int>(load_shared(peer->h.tid)), sig))) {
+      peer->h.hold_request.store(0, std::memory_order_relaxed);
+      continue;
+    }
+    t.hold_targets[asked++] = peer;
+  }
+  if (asked == 0) return false;
+  format::ProbePeers held = format::kNoProbePeers;
+  for (;;) {
+    held = format::kNoProbePeers;
+    for (uint32_t k = 0; k < asked; k++) {
+      if (t.hold_targets[k]->h.hold_start.load(std::memory_order_acquire) == 0) continue;
+      const uint64_t gate = t.hold_targets[k]->h.hold_gate.load(std::memory_order_relaxed);
+      ++held.inside;
+      const unsigned op = gate_op(gate), bucket = gate_bucket(gate);
+      if (!gate_in_call(gate)) continue;
+      if (allocates(op) && bucket < kSizeBuckets) {
+        held.min_bucket = bucket < held.min_bucket ? bucket : held.min_bucket;
+        held.max_bucket = bucket > held.max_bucket ? bucket : held.max_bucket;
+      } else {
+        held.unknown = true;
+      }
+    }
+    // Counted before the time is checked: a requester that lost its CPU meanwhile sees who is held.
+    if (held.inside == asked || ticks() - now >= kHoldAckWait * c.hold_ticks) break;
+    __builtin_ia32_pause();  // (no yield: a busy machine would take the CPU for milliseconds)
+  }
+  if (held.inside == 0) return false;  // nobody was held in time: the requests lapse
+  format::Rusage ru;
+  read_thread_rusage(ru);
+  if (ru.nvcsw == ~uint64_t{0}) return false;
+  format::PeerWait w{};
+  w.peer_serial = load_shared(self->h.serial);
+  w.peer_start_tick = format::kPeerUntimed;
+  w.syscall = format::kPeerHold;
+  t.probe_look = w;
+  t.probe_nvcsw = ru.nvcsw;
+  t.probe_nivcsw = ru.nivcsw;
+  t.probe_peers = held;
+  t.probe_pending = 1;
+  t.hold_pending = 1;
+  t.hold_count = asked;
+  return true;
+}
+
+}  // namespace
+
+bool outside_turn(Slot* self, uint64_t now, bool allocating) {
   const SamplingConfig& c = g_sampling;
   uint64_t due = g_next_outside_turn.load(std::memory_order_relaxed);
   if (now < due || !g_next_outside_turn.compare_exchange_strong(due, now + c.outside_gap, std::memory_order_relaxed))
     return false;  // another thread takes this turn
   // Only the thread that won the turn counts it: every kTurnsPerLook-th turn looks too.
-  const bool look_turn = g_outside_turns.fetch_add(1, std::memory_order_relaxed) % format::kTurnsPerLook == 0;
+  const uint64_t turn = g_outside_turns.fetch_add(1, std::memory_order_relaxed);
+  const bool look_turn = turn % format::kTurnsPerLook == 0;
+  // A hold is due until one is made (turns are one at a time: the turn's exchange above).
+  const bool hold_turn = c.hold_ticks && allocating && !look_turn && now >= g_next_hold.load(std::memory_order_relaxed);
   if (g_no_vm_read.load(std::memory_order_relaxed) || !make_look_room(self)) return false;
   const uint64_t pick = mix64(now ^ self->h.serial);
   Slot* peers[kPeerCandidates];
@@ -254,6 +401,13 @@ bool outside_turn(Slot* self, uint64_t now) {
     if (addrs[m]) peers[m++] = peers[i];
   }
   if (m == 0) return false;  // no other thread: nobody to meet
+  if (hold_turn) {
+    const int sig = hold_signal();
+    if (sig > 0 && hold_peers(self, peers, addrs, m, sig, now)) {
+      g_next_hold.store(now + c.hold_gap, std::memory_order_relaxed);
+      return true;
+    }
+  }
   format::PeerWait w{};
   w.peer_serial = load_shared(self->h.serial);
   w.peer_start_tick = format::kPeerUntimed;
@@ -275,6 +429,36 @@ void finish_probe(unsigned op, unsigned bucket, uint64_t t0) {
   format::Rusage ru;
   read_thread_rusage(ru);
   format::PeerWait w = t.probe_look;
+  if (t.hold_pending) {
+    t.hold_pending = 0;
+    if (ru.nvcsw == ~uint64_t{0}) return;
+    // The releaser: the held thread whose hold ended last inside this call.
+    format::HoldOutcome h{false, 0, 0, 0, t.probe_peers.inside, ru.nivcsw > t.probe_nivcsw, 0};
+    uint64_t last_end = 0;
+    for (uint32_t k = 0; k < t.hold_count; k++) {
+      const Slot* peer = t.hold_targets[k];
+      const uint64_t end = peer->h.hold_end.load(std::memory_order_acquire);
+      if (end <= t0 || end > t1) continue;
+      const uint64_t gate = peer->h.hold_gate.load(std::memory_order_relaxed);
+      if (!gate_in_call(gate)) continue;  // held outside a call: it held no lock of the allocator's
+      ++h.ended_inside;
+      if (end <= last_end) continue;
+      last_end = end;
+      h.released = true;
+      h.op = gate_op(gate);
+      h.bucket = gate_bucket(gate);
+      h.after_ticks = t1 - end;
+      w.peer_serial = load_shared(peer->h.serial);
+    }
+    if (!h.released) w.peer_serial = load_shared(t.slot->h.serial);
+    w.tick = t0;
+    w.arg0 = t1 - t0;
+    w.arg1 = format::hold_outcome(h);
+    w.peer_start_tick |= format::peer_probe(op, bucket, latency_bin_of(t1 - t0), ru.nvcsw > t.probe_nvcsw, t.probe_peers);
+    keep_look(t.slot, w);
+    t.sw_valid = 0;
+    return;
+  }
   if (ru.nvcsw != ~uint64_t{0})
     w.peer_start_tick |= format::peer_probe(op, bucket, latency_bin_of(t1 - t0), ru.nvcsw > t.probe_nvcsw, t.probe_peers);
   else if (!saw_something(w))
@@ -287,6 +471,10 @@ void drop_probe() {
   ThreadCtx& t = t_ctx;
   if (!t.probe_pending) return;
   t.probe_pending = 0;
+  if (t.hold_pending) {  // a hold's call that failed: nothing to keep
+    t.hold_pending = 0;
+    return;
+  }
   if (t.slot && saw_something(t.probe_look)) keep_look(t.slot, t.probe_look);
 }
 

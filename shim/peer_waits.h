@@ -23,6 +23,13 @@
 // their gate words say (recorder.h in_call_depth), read with process_vm_readv, which fails
 // rather than faults on a thread that has exited meanwhile; read again after the /proc file, the
 // same word with no timing decision since means the same call.
+//
+// Holds (format.h kModeHolds, kPeerHold): at most once per kHoldGapNs, a turn whose thread is about
+// to allocate asks the threads inside allocating calls, and on a CPU, to stay where they are: a
+// real-time signal whose handler spins on the clock for kHoldNs.  A thread held inside a call keeps
+// whatever lock it holds; the requester, once they are held, times its own allocation and records
+// whether it lasted until a held thread was let go.  No lock, no allocation, no system call in the
+// handler; one outstanding signal per thread at most.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -48,7 +55,9 @@ extern std::atomic<uint64_t> g_outside_turns;
 // Takes the turn, if it is due (checked inline first).  True when the probe waits in
 // ThreadCtx::probe_look for the call about to be made (finish_probe, recorder.h); a look whose
 // probe is not taken is kept as it is (drop_probe).
-bool outside_turn(Slot* self, uint64_t now);
+// `allocating`: the call about to be made obtains bytes; only such a call is made the probe of a
+// hold (format.h kPeerHold), which is due at most once per kHoldGapNs.
+bool outside_turn(Slot* self, uint64_t now, bool allocating);
 // Keeps a pending look without its probe (the call failed or threw).
 void drop_probe();
 inline bool outside_turn_due(uint64_t now) {

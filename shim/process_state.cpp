@@ -133,6 +133,10 @@ void configure_sampling(const format::Calibration& c) {
   // where there are windows to be outside of.  Measured with the looks: 0-5 % of a run
   // (docs/overhead.md).
   s.outside_gap = s.look_gap && s.sample_every > 1 ? c.tick_hz * format::kPeerProbeGapNs / 1000000000 : 0;
+  // A turn at most every kHoldGapNs holds the threads inside allocating calls for kHoldNs
+  // (peer_waits.h): at most 30 µs of those threads' time per 5 ms.  Off with ALLOCSCOPE_HOLDS=0.
+  s.hold_ticks = s.outside_gap && env_uint("ALLOCSCOPE_HOLDS", 1) != 0 ? c.tick_hz * format::kHoldNs / 1000000000 : 0;
+  s.hold_gap = c.tick_hz * format::kHoldGapNs / 1000000000;
 }
 
 // Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.
@@ -312,7 +316,8 @@ bool write_calibration_chunk() {
                  format::kModeCxxOperators | (g_lock_waits ? format::kModeLocks : 0) |
                  (g_sampling.switch_ticks ? format::kModeSwitches : 0) | format::kModeNoticeBounded |
                  (g_sampling.look_gap ? format::kModePeerWaits : 0) |
-                 (g_sampling.outside_gap ? format::kModePeerLooksOutside | format::kModePeerProbes : 0);
+                 (g_sampling.outside_gap ? format::kModePeerLooksOutside | format::kModePeerProbes : 0) |
+                 (g_sampling.hold_ticks ? format::kModeHolds : 0);
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(

@@ -222,11 +222,11 @@ uint64_t maybe_sample_cpu(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
 namespace {
 
 // Outside the windows, a decision that times nothing: when to check again, and the periodic flush.
-Timing untimed_decision(ThreadCtx& t, Slot* s, const SamplingConfig& c, uint64_t now, bool was_timing) {
+Timing untimed_decision(ThreadCtx& t, Slot* s, const SamplingConfig& c, uint64_t now, bool was_timing, bool allocating) {
   t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
   bool probe = false;
   if (__builtin_expect(outside_turn_due(now), 0)) {
-    probe = outside_turn(s, now);
+    probe = outside_turn(s, now, allocating);
     t.last_check = ticks();  // the turn's microseconds are not the calls' pace
     t.sw_valid = 0;
   }
@@ -237,7 +237,7 @@ Timing untimed_decision(ThreadCtx& t, Slot* s, const SamplingConfig& c, uint64_t
 
 }  // namespace
 
-Timing timing_decision(Slot* s) {
+Timing timing_decision(Slot* s, bool allocating) {
   ThreadCtx& t = t_ctx;
   const SamplingConfig& c = g_sampling;
   // The usual case: outside the windows, before the next one opens.  A thread learns next_open
@@ -246,7 +246,7 @@ Timing timing_decision(Slot* s) {
   uint64_t now = 0;
   if (__builtin_expect(t.next_open != 0 && !t.timing, 1)) {
     now = ticks();
-    if (__builtin_expect(now < t.next_open, 1)) return untimed_decision(t, s, c, now, false);
+    if (__builtin_expect(now < t.next_open, 1)) return untimed_decision(t, s, c, now, false, allocating);
   }
   // The settings are written while the process initialises, and published by the mode becoming
   // Active: a thread that arrived earlier counts, and times nothing until then.
@@ -258,7 +258,7 @@ Timing timing_decision(Slot* s) {
   if (c.sample_every != 1 && !(t.timing && now < t.next_close)) {
     const bool was_timing = t.timing;
     t.timing = 0;
-    if (!in_window(t, c, now)) return untimed_decision(t, s, c, now, was_timing);
+    if (!in_window(t, c, now)) return untimed_decision(t, s, c, now, was_timing, allocating);
     t.timing = 1;  // until next_close, the end of the window in_window found
   }
   t.countdown = 1;  // decide again on the next call

@@ -58,6 +58,11 @@ struct alignas(64) ThreadCtx {
   uint64_t probe_nvcsw;
   format::PeerWait probe_look;
   format::ProbePeers probe_peers;  // the other threads inside calls as the probe's call starts
+  // A hold (peer_waits.h): the probe's call is made while these threads are held.
+  uint32_t hold_pending;
+  uint32_t hold_count;
+  uint64_t probe_nivcsw;
+  Slot* hold_targets[8];
 };
 
 static_assert(offsetof(ThreadCtx, next_close) + sizeof(uint64_t) <= 64, "the hot fields in one line");
@@ -97,6 +102,8 @@ struct SamplingConfig {
   uint64_t switch_ticks;       // a timed call this slow gets its context switches (kEvSwitches); 0: none
   uint64_t look_gap;           // ticks between a thread's looks at other threads (peer_waits.h); 0: none
   uint64_t outside_gap;        // ticks between the process's turns outside the windows (probes, some with a look); 0: none
+  uint64_t hold_ticks;         // how long a held thread stays held (format.h kHoldNs); 0: no holds
+  uint64_t hold_gap;           // ticks between holds (format.h kHoldGapNs)
 };
 extern SamplingConfig g_sampling;
 inline constexpr bool& g_exact_free_sizes = g_forwarding.exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1
@@ -116,7 +123,9 @@ struct Timing {
 
 // Cold paths (recorder.cpp).
 Slot* enter_slow(ThreadCtx& t);
-Timing timing_decision(Slot* s);  // outside trace mode (start_timing sends a trace elsewhere)
+// outside trace mode (start_timing sends a trace elsewhere); `allocating`: the call about to be
+// made obtains bytes (a hold's call must: peer_waits.h)
+Timing timing_decision(Slot* s, bool allocating);
 // What a finished call was, for the slow path.
 struct CallInfo {
   unsigned op;
@@ -211,12 +220,12 @@ __attribute__((always_inline)) inline Timing trace_decision(Slot*) {
   return Timing{now, false};
 }
 
-inline Timing start_timing(Slot* s) {
+inline Timing start_timing(Slot* s, bool allocating = false) {
   if (__builtin_expect(--t_ctx.countdown != 0, 1)) return Timing{0, false};
   // Only a decision sets the countdown anew (SlotHeader::gate_addr): count them for the readers.
   bump(s->h.decisions, 1);
   if (g_trace) return trace_decision(s);
-  return timing_decision(s);
+  return timing_decision(s, allocating);
 }
 
 // Counts one call of `op` in bucket `b`; done before the real call, so that nothing but the start

@@ -58,6 +58,9 @@ void start_slot(Slot* s, int tid) {
   store_shared(h.gate_addr, uint64_t{0});
   store_shared(h.decisions, uint64_t{0});
   h.peer_count.store(0, std::memory_order_relaxed);
+  h.hold_request.store(0, std::memory_order_relaxed);
+  h.hold_start.store(0, std::memory_order_relaxed);
+  h.hold_end.store(0, std::memory_order_relaxed);
   h.peer_flushed = 0;
   h.state.store(kSlotOwned, std::memory_order_release);
   const uint32_t live = g_ps->live_threads.fetch_add(1, std::memory_order_relaxed) + 1;

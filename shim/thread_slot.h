@@ -98,6 +98,11 @@ struct SlotHeader {
   uint64_t decisions;
   std::atomic<uint32_t> peer_count;  // PeerWait records appended by the owner (peer_waits.h)
   uint32_t peer_flushed;             // of which written, by the holder of `flushing`
+  // A hold (peer_waits.h): the tick another thread asked this one to stay where it is (0: no request
+  // outstanding), and the hold this thread's signal handler made: its start and end ticks, and the
+  // gate word (recorder.h in_call_depth) it interrupted.
+  std::atomic<uint64_t> hold_request;
+  std::atomic<uint64_t> hold_start, hold_end, hold_gate;
 };
 static_assert(sizeof(SlotHeader) <= kSlotHeaderSize);
 

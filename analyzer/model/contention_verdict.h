@@ -116,8 +116,8 @@ enum class ContentionReason : uint8_t {
   SleepersOnOneWord,  // calls seen asleep inside, of most threads and sizes twice apart, waited on one futex word
   ProbesSleepApart,   // allocations slept inside while every other thread inside was in an allocation of a size
                       // twice apart (peer_waits.h probes)
-  ProbesHeldApart,    // allocations were held up beside allocations of sizes twice apart, in every thread, more
-                      // often than when nobody else was inside (peer_waits.h probes)
+  HoldsReleasedApart, // allocations made while the threads inside calls were held waited until one held in an
+                      // allocation of a size twice apart was let go (peer_waits.h holds)
   HeldBesideOthers,   // met calls no slower, but probes held up beside sizes twice apart more often than alone:
                       // a lock the timed calls do not show (unsure)
 };

@@ -301,7 +301,8 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
 
   Pass2 p2;
   p2.peers.expect(profile.peer_waits, (profile.mode_flags() & format::kModePeerWaits) != 0,
-                  static_cast<uint64_t>(std::llround(profile.clock.hz() * 1e-9 * format::kSwitchSlowNs)));
+                  static_cast<uint64_t>(std::llround(profile.clock.hz() * 1e-9 * format::kSwitchSlowNs)),
+                  static_cast<uint64_t>(std::llround(profile.clock.hz() * 1e-9 * kHoldReleaseNs)));
   TimelineBuilder timeline(profile, sweep_config);
   // Whether calls of different threads end at the same moments (completion_coincidence.h).
   CoincidenceTally coincidence(clock_step_of(p1.raw.counts(), p1.raw.total()),

@@ -78,9 +78,11 @@ bool is_futex_wait(int32_t syscall, uint64_t op) {
          cmd == 11 /* WAIT_REQUEUE_PI */;
 }
 
-void PeerWaitTally::expect(const std::vector<Profile::PeerLook>& looks, bool recorded, uint64_t slow_ticks) {
+void PeerWaitTally::expect(const std::vector<Profile::PeerLook>& looks, bool recorded, uint64_t slow_ticks,
+                           uint64_t release_ticks) {
   recorded_ = recorded;
   slow_ticks_ = slow_ticks;
+  release_ticks_ = release_ticks;
   for (const Profile::PeerLook& l : looks) {
     const format::PeerWait& w = l.wait;
     if (!format::peer_call_untimed(w.peer_start_tick)) {
@@ -117,7 +119,8 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   std::map<uint64_t, uint64_t> by_word;
   for (const Joined& j : joined_) {
     const format::PeerWait& w = j.wait;
-    if (w.syscall == format::kPeerNotSeen || w.syscall == format::kPeerNoLook) continue;  // a probe only
+    if (w.syscall == format::kPeerNotSeen || w.syscall == format::kPeerNoLook || w.syscall == format::kPeerHold)
+      continue;  // a probe or a hold only
     ++m.looks;
     if (format::peer_call_untimed(w.peer_start_tick)) ++m.outside_looks;
     if (w.syscall == format::kPeerRunning) ++m.running;
@@ -129,9 +132,24 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   const std::optional<uint32_t> median = median_group();
   std::set<uint32_t> apart_threads;
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> low_by_observer;  // (apart probes below the median, held up)
+  std::set<uint32_t> hold_threads;
   for (const Joined& j : joined_) {
     const uint64_t x = j.wait.peer_start_tick;
     if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;
+    if (j.wait.syscall == format::kPeerHold) {
+      const format::HoldOutcome h = format::hold_outcome_of(j.wait.arg1);
+      const unsigned own = format::peer_probe_bucket(x);
+      if (h.preempted || own >= kSizeBuckets) continue;
+      ++m.holds;
+      if (!h.released || h.after_ticks > release_ticks_) continue;
+      ++m.holds_released;
+      if (!allocates(h.op) || h.bucket >= kSizeBuckets || !median) continue;
+      const uint32_t a = size_group(bucket_lo(own)), b = size_group(bucket_lo(h.bucket));
+      if (!sizes_apart(std::min(a, b), std::max(a, b)) || std::min(a, b) >= *median) continue;
+      ++m.holds_apart_low_released;
+      hold_threads.insert(j.observer);
+      continue;
+    }
     const bool slept = format::peer_probe_slept(x);
     const bool held = slept || bucket_lo(format::peer_probe_latency_bin(x)) >= slow_ticks_;
     ++m.probes;
@@ -168,6 +186,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
         static_cast<double>(counts.second) > unmet_high * static_cast<double>(counts.first);
   }
   m.probes_apart_slept_threads = static_cast<uint32_t>(apart_threads.size());
+  m.holds_apart_low_released_threads = static_cast<uint32_t>(hold_threads.size());
   if (by_word.empty()) return m;
   const auto top = std::max_element(by_word.begin(), by_word.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -189,7 +208,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   m.top_allocating_threads = static_cast<uint32_t>(allocating_threads.size());
   for (const Joined& j : joined_) {
     const uint64_t x = j.wait.peer_start_tick;
-    if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;
+    if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x)) || j.wait.syscall == format::kPeerHold) continue;
     const bool held = format::peer_probe_slept(x) || bucket_lo(format::peer_probe_latency_bin(x)) >= slow_ticks_;
     if (is_futex_wait(j.wait.syscall, j.wait.arg1) && j.wait.arg0 == top->first) {
       ++m.probes_after_sleeper;

@@ -78,6 +78,17 @@ struct PeerWaitMeasure {
   uint32_t probes_apart_low_threads = 0, probes_apart_low_held_threads = 0;
   // Probes without a look (format.h kPeerNoLook), counted in `probes` too.
   uint64_t probes_alone = 0;
+  // Holds (format.h kPeerHold, shim/peer_waits.h): the observer's allocating calls of a known size
+  // made while the threads inside allocator calls were held where they were, the observer keeping
+  // its CPU throughout (no involuntary switch).  Released: the call lasted until a held thread
+  // that was inside a call was let go, and ended at most kHoldReleaseNs after.  Apart, low: that
+  // releaser was in an allocating call of a size at least two size groups from the observer's
+  // own, one of the two below the median request (as the probes apart above).  A lock per size
+  // class cannot hold such a call, nor can an allocator without locks; one lock that every call
+  // takes does whenever the held thread held it.  Of how many observing threads.
+  uint64_t holds = 0, holds_released = 0;
+  uint64_t holds_apart_low_released = 0;
+  uint32_t holds_apart_low_released_threads = 0;
   double apart_slept_share() const {
     return probes_apart ? static_cast<double>(probes_apart_slept) / static_cast<double>(probes_apart) : 0;
   }
@@ -92,6 +103,11 @@ struct PeerWaitMeasure {
 
 // Apart probes an observing thread needs to be judged on its own (PeerWaitMeasure).
 constexpr uint64_t kMinThreadProbes = 5;
+// A hold's call released by a held thread ended at most this long after that thread's hold did:
+// the time the holder needs to finish its critical section and hand the lock over, a wake-up
+// included (measured: 1-16 µs for a spin lock, up to 250 µs for musl's and a mutex with more
+// threads than CPUs; docs/analysis.md).
+constexpr double kHoldReleaseNs = 1e6;
 
 // The lower end of Wilson's score interval for k successes in n trials, at z = 2 (0 for n = 0).
 double wilson_low(uint64_t k, uint64_t n);
@@ -102,7 +118,8 @@ class PeerWaitTally {
  public:
   // The profile's looks, to be joined to the timed calls given to add_call; a probe that lasted
   // `slow_ticks` or longer was held up.
-  void expect(const std::vector<Profile::PeerLook>& looks, bool recorded, uint64_t slow_ticks);
+  // `release_ticks`: kHoldReleaseNs in ticks.
+  void expect(const std::vector<Profile::PeerLook>& looks, bool recorded, uint64_t slow_ticks, uint64_t release_ticks);
   // No look to join or to weigh against the timed calls: add_call may be skipped.
   bool empty() const { return pending_.empty() && joined_.empty(); }
   // A timed call of thread `serial`: joins the looks at it.
@@ -126,6 +143,7 @@ class PeerWaitTally {
   std::unordered_map<uint32_t, uint64_t> calls_by_thread_;  // timed calls, per thread
   bool recorded_ = false;
   uint64_t slow_ticks_ = 0;
+  uint64_t release_ticks_ = 0;
 };
 
 // The number of distinct threads among `n` draws, each drawing thread t with probability p[t]:

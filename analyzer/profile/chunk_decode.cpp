@@ -373,11 +373,13 @@ PeerWaitsRecord decode_peer_waits(PayloadCursor& in) {
       in.fail_at(row_at, fmt::format("peer wait {}: the peer's call starts at tick {}, after the look at {}", i,
                                      w.peer_start_tick, w.tick));
     }
-    if (w.peer_serial == rec.header.thread_serial && w.syscall != format::kPeerNoLook)
+    if (w.peer_serial == rec.header.thread_serial && w.syscall != format::kPeerNoLook && w.syscall != format::kPeerHold)
       in.fail_at(row_at, fmt::format("peer wait {}: thread {} looked at itself", i, w.peer_serial));
     if (w.syscall == format::kPeerNoLook && !format::peer_probed(w.peer_start_tick))
       in.fail_at(row_at, fmt::format("peer wait {}: a probe without a look carries no probe", i));
-    if (w.syscall < format::kPeerNoLook || (w.syscall <= format::kPeerNotSeen && !format::peer_call_untimed(w.peer_start_tick)))
+    if (w.syscall == format::kPeerHold && !format::peer_probed(w.peer_start_tick))
+      in.fail_at(row_at, fmt::format("peer wait {}: a hold carries no probe", i));
+    if (w.syscall < format::kPeerHold || (w.syscall <= format::kPeerNotSeen && !format::peer_call_untimed(w.peer_start_tick)))
       in.fail_at(row_at, fmt::format("peer wait {}: unknown state {}", i, w.syscall));
   }
   in.expect_end("PeerWaits");

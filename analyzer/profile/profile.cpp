@@ -64,6 +64,11 @@ Profile::PeerLookCounts Profile::peer_look_counts() const {
   for (const PeerLook& l : peer_waits) {
     const uint64_t x = l.wait.peer_start_tick;
     const bool slept = format::peer_probed(x) && format::peer_probe_slept(x);
+    if (l.wait.syscall == format::kPeerHold) {
+      ++c.holds;
+      c.holds_released += format::hold_outcome_of(l.wait.arg1).released;
+      continue;
+    }
     if (l.wait.syscall == format::kPeerNoLook) {
       ++c.alone;
       c.alone_slept += slept;

@@ -76,6 +76,8 @@ struct Profile {
   struct PeerLookCounts {
     uint64_t looks = 0, outside = 0, probed = 0, probed_slept = 0;
     uint64_t alone = 0, alone_slept = 0;
+    // Holds (format.h kPeerHold), and of them those whose call a held thread inside a call let go.
+    uint64_t holds = 0, holds_released = 0;
   };
   PeerLookCounts peer_look_counts() const;
 

@@ -97,6 +97,19 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  in.peers.probes_apart_slept_across_median, in.peers.probes, in.peers.probes_alone,
                                  in.peers.probes_slept)});
   }
+  if (in.peers.holds > 0) {
+    const PeerWaitMeasure& p = in.peers;
+    items.push_back({"holds_released_beside_sizes_apart",
+                     static_cast<double>(p.holds_apart_low_released) / static_cast<double>(p.holds),
+                     fmt::format("of the {} allocations timed while the other threads inside allocator calls were held "
+                                 "where they were for 30 µs (the observer keeping its CPU), the share that waited until "
+                                 "a thread held inside an allocation of a size at least twice apart, one of the two "
+                                 "below the median request, was let go ({}, in {} threads; {} waited for a held thread "
+                                 "of any call; one lock for every call makes them wait, a lock per size class or none "
+                                 "does not)",
+                                 p.holds, p.holds_apart_low_released, p.holds_apart_low_released_threads,
+                                 p.holds_released)});
+  }
   if (in.peers.probes_apart_low > 0 && in.peers.probes_unmet > 0) {
     const PeerWaitMeasure& p = in.peers;
     const double held = static_cast<double>(p.probes_apart_low_held) / static_cast<double>(p.probes_apart_low);
@@ -233,14 +246,12 @@ std::string contention_reason(const ContentionVerdict& v) {
                          "least twice larger or smaller slept, in {} threads; a lock per size class cannot do that, "
                          "one lock for every call does",
                          in.peers.probes_apart_slept, in.peers.probes_apart, in.peers.probes_apart_slept_threads);
-    case ContentionReason::ProbesHeldApart:
-      return fmt::format("allocations are held up behind calls of other sizes: {} of the {} allocations timed while "
-                         "every other thread inside a call was in an allocation of a size at least twice larger or "
-                         "smaller, one of the two below the median request, were held up (slept, or took 2 µs or "
-                         "more), against {} of the {} timed while nobody else was inside, and so in each of {} "
-                         "threads; a lock per size class cannot do that, one lock for every call does",
-                         in.peers.probes_apart_low_held, in.peers.probes_apart_low, in.peers.probes_unmet_held,
-                         in.peers.probes_unmet, in.peers.probes_apart_low_threads);
+    case ContentionReason::HoldsReleasedApart:
+      return fmt::format("allocations wait for calls of other sizes: with the threads inside allocator calls held "
+                         "where they were for 30 µs, {} of {} allocations timed meanwhile waited until a thread held "
+                         "inside an allocation of a size at least twice larger or smaller was let go (in {} threads); "
+                         "a lock per size class cannot do that, one lock for every call does",
+                         in.peers.holds_apart_low_released, in.peers.holds, in.peers.holds_apart_low_released_threads);
     case ContentionReason::TakeTurns:
       return fmt::format("calls take turns: {}{}; one call ends, then another, as one lock serving every size class "
                          "makes them do",

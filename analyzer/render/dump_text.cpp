@@ -255,7 +255,7 @@ std::string trace_section(const Profile& p) {
   if (!p.peer_waits.empty()) {
     std::map<int32_t, uint64_t> by_state;
     for (const Profile::PeerLook& l : p.peer_waits)
-      if (l.wait.syscall != format::kPeerNoLook) ++by_state[l.wait.syscall];
+      if (l.wait.syscall != format::kPeerNoLook && l.wait.syscall != format::kPeerHold) ++by_state[l.wait.syscall];
     const Profile::PeerLookCounts looks = p.peer_look_counts();
     std::string states;
     for (const auto& [state, n] : by_state) {
@@ -273,6 +273,10 @@ std::string trace_section(const Profile& p) {
     if (looks.alone > 0)
       fields.add("probes", fmt::format("{} timed calls without a look, between the looks ({} asleep)",
                                        group_digits(looks.alone), group_digits(looks.alone_slept)));
+    if (looks.holds > 0)
+      fields.add("holds", fmt::format("{} calls made while threads inside calls were held, {} of them let go by a "
+                                      "held thread's release",
+                                      group_digits(looks.holds), group_digits(looks.holds_released)));
   }
   fields.add("modules", group_digits(p.modules.modules().size()));
   for (const auto& m : p.modules.modules()) {

@@ -131,6 +131,9 @@ constexpr uint64_t kModePeerLooksOutside = 1u << 8;
 // Between those looks, the process times one allocator call now and then (twice a millisecond
 // at most, all threads together: kTurnsPerLook) as a probe without a look (PeerWait with kPeerNoLook).
 constexpr uint64_t kModePeerProbes = 1u << 9;
+// Now and then (kHoldGapNs) a turn outside the windows holds the threads inside allocator calls
+// where they are for kHoldNs, and times the observer's own call meanwhile (PeerWait with kPeerHold).
+constexpr uint64_t kModeHolds = 1u << 10;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -384,6 +387,45 @@ constexpr int32_t kPeerNotSeen = -3;
 // probes sample the allocator's calls at moments that depend neither on the allocator nor on a
 // look's reading of /proc just before, and are several times as many as the looks.
 constexpr int32_t kPeerNoLook = -4;
+// A hold (kModeHolds): the observer asked the other threads that were inside allocator calls to stay
+// where they were for kHoldNs (a signal whose handler spins on the clock: the call it interrupts
+// does not go on meanwhile), waited until they did, and then made its own call, timed like a probe
+// (peer_start_tick as for kPeerNoLook: the held threads' calls are the `peers`).  A lock that
+// every call takes is held by a held thread inside a call as often as that thread holds it at all:
+// the observer's call then waits until the hold ends and the holder lets the lock go, whatever
+// sizes the two ask for.  An allocator without such a lock lets the observer's call through.
+// peer_serial: the held thread whose hold ended last inside the observer's call (the releaser),
+// or the observer's own serial when none did; tick: the observer's call's start; arg0: its
+// duration in ticks; arg1: hold_outcome() below.
+constexpr int32_t kPeerHold = -5;
+constexpr uint64_t kHoldNs = 30000;
+// A turn holds instead of probing alone at most once per kHoldGapNs for the whole process, when the
+// observer's call is an allocation (its size is known) and the turn is not a look's; only threads
+// in allocating calls are held (a release's size is not known).
+constexpr uint64_t kHoldGapNs = 5000000;
+// arg1 of a hold: bits 0-31 the ticks from the releaser's hold end to the end of the observer's
+// call (saturated), 32-39 the releaser's size bucket, 40-46 its op, 47 a releaser, 48-55 the held
+// threads, 56 the observer lost its CPU during its call (an involuntary switch), 57-63 how many
+// held threads inside calls had their holds end inside the observer's call (saturated).
+struct HoldOutcome {
+  bool released;
+  uint64_t after_ticks;
+  unsigned op, bucket;
+  unsigned held;
+  bool preempted;
+  unsigned ended_inside;
+};
+constexpr uint64_t hold_outcome(HoldOutcome h) {
+  return (h.after_ticks > 0xffffffffu ? 0xffffffffu : h.after_ticks) | static_cast<uint64_t>(h.bucket & 0xff) << 32 |
+         static_cast<uint64_t>(h.op & 0x7f) << 40 | (h.released ? uint64_t{1} << 47 : 0) |
+         static_cast<uint64_t>(h.held > 255 ? 255 : h.held) << 48 | (h.preempted ? uint64_t{1} << 56 : 0) |
+         static_cast<uint64_t>(h.ended_inside > 127 ? 127 : h.ended_inside) << 57;
+}
+constexpr HoldOutcome hold_outcome_of(uint64_t x) {
+  return HoldOutcome{(x >> 47 & 1) != 0, x & 0xffffffffu, static_cast<unsigned>(x >> 40) & 0x7f,
+                     static_cast<unsigned>(x >> 32) & 0xff, static_cast<unsigned>(x >> 48) & 0xff, (x >> 56 & 1) != 0,
+                     static_cast<unsigned>(x >> 57)};
+}
 // The looks and the probes alone share one schedule: a turn at most every kPeerProbeGapNs, every
 // kTurnsPerLook-th of them with a look — two probes alone a millisecond, one look.
 constexpr uint64_t kTurnsPerLook = 3;

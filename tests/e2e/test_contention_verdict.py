@@ -83,6 +83,11 @@ class VerdictCase(E2ETestCase):
                 self.assertGreaterEqual(kinds.get("sleepers_on_one_word", 0), 0.9, c)
             elif kinds.get("ends_coincide", 1) >= 0.9 and c["reason"].startswith("allocations sleep inside"):
                 self.assertGreater(kinds.get("probes_asleep_beside_sizes_apart", 0), 0.05, c)
+            elif c["reason"].startswith("allocations wait for calls of other sizes"):
+                # The holds: three releases beside sizes apart at least (docs/analysis.md, "Holds").
+                held = next(e for e in c["evidence"] if e["kind"] == "holds_released_beside_sizes_apart")
+                released = int(re.search(r"below the median request, was let go \(([0-9]+),", held["meaning"]).group(1))
+                self.assertGreaterEqual(released, 3, c)
             elif kinds.get("ends_coincide", 1) >= 0.9 and c["reason"].startswith("allocations are held up"):
                 self.assertGreater(kinds.get("probes_held_beside_sizes_apart", 0), 0, c)
             elif kinds.get("ends_coincide", 1) >= 0.9:
@@ -304,6 +309,63 @@ class LooksOutsideTheWindows(VerdictCase):
     def probes(self, profile):
         cal = self.dump(profile)["calibration"]
         return cal["peer_probes_between_looks"], cal["peer_probes_alone"]
+
+
+class Holds(VerdictCase):
+    """Now and then the shim holds the threads inside allocating calls where they are for 30 µs (a
+    real-time signal whose handler spins) and times another thread's allocation meanwhile
+    (docs/recording.md, docs/analysis.md "Holds"): under one lock for every call it waits until a
+    held thread is let go."""
+
+    def holds(self, profile):
+        cal = self.dump(profile)["calibration"]
+        return cal["holds"], cal["hold_calls"], cal["hold_calls_released"]
+
+    def released_apart(self, c):
+        held = [e for e in c["evidence"] if e["kind"] == "holds_released_beside_sizes_apart"]
+        if not held:
+            return 0
+        return int(re.search(r"below the median request, was let go \(([0-9]+),", held[0]["meaning"]).group(1))
+
+    def test_spin_lock_two_threads_mixed_sizes(self):
+        # Short critical sections around glibc's malloc: the timed calls read like calls side by
+        # side; held inside one, a thread stops the other's allocations of any size.
+        c, _ = self.verdict("mixed-glibc", 2, 650_000, allocator=test_allocator("spinlock"))
+        self.assert_lock(c)
+        enabled, calls, released = self.holds(os.path.join(self.dir, "run.asp"))
+        self.assertTrue(enabled)
+        # Holds are made on a quiet machine: unless the run says it could not tell, it had some.
+        if c["verdict"] == "global_lock" and c["reason"].startswith("allocations wait for calls of other sizes"):
+            self.assertGreaterEqual(released, self.released_apart(c), self.describe(c))
+            self.assertGreater(calls, 0, self.describe(c))
+
+    def test_lock_free_allocators_let_the_call_through(self):
+        # jemalloc and mimalloc take no lock on these paths: a held thread stops nobody.
+        for allocator in ("jemalloc", "mimalloc"):
+            with self.subTest(allocator=allocator):
+                c, _ = self.verdict("mixed-glibc", 2, 1_500_000, allocator=allocator, name=f"{allocator}.asp")
+                self.assert_no_lock(c)
+                self.assertLess(self.released_apart(c), 3, self.describe(c))
+
+    def test_a_program_that_owns_every_real_time_signal_gets_none(self):
+        # Installed before the first hold: the shim finds no free signal and makes no hold; after
+        # holds began: the shim sees its handler replaced and stops.  Either way the program never
+        # receives a signal it did not send, and exits as it would.
+        for when in ("first", "later"):
+            with self.subTest(when=when):
+                run = self.record([target("rt_signals-glibc"), when, "2", "400"], out=f"{when}.asp")
+                self.assertEqual(run.rc, 0, run.stdout + run.stderr)
+                self.assertIn("rt_signals: 0 signals", run.stdout)
+                enabled, calls, _ = self.holds(run.profiles[0])
+                self.assertTrue(enabled)
+                if when == "first":
+                    self.assertEqual(calls, 0)
+
+    def test_no_holds_when_turned_off(self):
+        run = self.record([bench_program("mixed-glibc"), "2", "300000"], allocator=test_allocator("spinlock"),
+                          env={"ALLOCSCOPE_HOLDS": "0"})
+        self.assertEqual(run.rc, 0, run.stderr)
+        self.assertEqual(self.holds(run.profiles[0]), (False, 0, 0))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ format::Event timed(Op op, uint64_t size, uint64_t start) {
 // request: size group 6; and each thread's share of the timed calls, alike).
 PeerWaitMeasure measure_beside_timed(const std::vector<Profile::PeerLook>& looks, uint32_t threads) {
   PeerWaitTally tally;
-  tally.expect(looks, true, 1000);
+  tally.expect(looks, true, 1000, 1000000);
   for (uint32_t t = 1; t <= threads; ++t)
     for (uint64_t i = 0; i < 10; ++i) tally.add_call(t, timed(Op::Malloc, 64, 5000 + i * 1000));
   return tally.measure();
@@ -110,7 +110,7 @@ TEST(PeerWaits, AProbeWithNobodySeenCountsAsAProbeNotALook) {
   l.wait.peer_start_tick = format::kPeerUntimed |
                            format::peer_probe(static_cast<unsigned>(Op::Malloc), bucket_of(64), 10, true, format::kNoProbePeers);
   PeerWaitTally tally;
-  tally.expect({l}, true, 1000);
+  tally.expect({l}, true, 1000, 1000000);
   const PeerWaitMeasure m = tally.measure();
   EXPECT_EQ(m.looks, 0u);
   EXPECT_EQ(m.running, 0u);
@@ -230,12 +230,63 @@ TEST(PeerWaits, ALookAtATimedCallJoinsItOnlyWhileTheCallLasted) {
   Profile::PeerLook late = in;
   late.wait.tick = 5200;  // after the call's end: another call's wait
   PeerWaitTally tally;
-  tally.expect({in, late}, true, 1000);
+  tally.expect({in, late}, true, 1000, 1000000);
   tally.add_call(2, timed(Op::Malloc, 100, 5000));
   const PeerWaitMeasure m = tally.measure();
   EXPECT_EQ(m.looks, 1u);
   EXPECT_EQ(m.outside_looks, 0u);
   EXPECT_EQ(m.futex_waits, 1u);
+}
+
+}  // namespace
+}  // namespace allocscope
+
+namespace allocscope {
+namespace {
+
+// A hold's call (format.h kPeerHold): `observer`'s own allocation of `own` bytes (or a free), made
+// while others were held; released (or not) by a thread held in an `op` of `theirs` bytes, its
+// call ending `after` ticks after that hold did.
+Profile::PeerLook hold(uint32_t observer, Op own_op, uint64_t own, bool released, Op op, uint64_t theirs,
+                       uint64_t after, bool preempted = false) {
+  Profile::PeerLook l{};
+  l.observer = observer;
+  l.wait.tick = 1000;
+  l.wait.peer_serial = released ? observer + 100 : observer;
+  l.wait.syscall = format::kPeerHold;
+  format::ProbePeers pp = format::kNoProbePeers;
+  pp.inside = 1;
+  l.wait.peer_start_tick = format::kPeerUntimed | format::peer_probe(static_cast<unsigned>(own_op), bucket_of(own),
+                                                                     bucket_of(4096), false, pp);
+  l.wait.arg0 = 40000;
+  l.wait.arg1 = format::hold_outcome(format::HoldOutcome{released, after, static_cast<unsigned>(op),
+                                                         op == Op::Free ? kBucketUnknown : bucket_of(theirs), 1,
+                                                         preempted, released ? 1u : 0u});
+  return l;
+}
+
+TEST(PeerWaits, HoldsReleasedBesideSizesApartBelowTheMedianAreCounted) {
+  // The median request is 64 B (measure_beside_timed); the release window 1,000,000 ticks.
+  const std::vector<Profile::PeerLook> holds{
+      hold(1, Op::Malloc, 32, true, Op::Malloc, 1024, 500),      // apart, below the median: counted
+      hold(2, Op::Malloc, 1024, true, Op::Calloc, 16, 90000),    // idem, the other way round
+      hold(1, Op::Malloc, 64, true, Op::Malloc, 96, 500),        // neighbouring sizes: one class, maybe
+      hold(1, Op::Malloc, 4096, true, Op::Malloc, 1024, 500),    // apart, both above the median
+      hold(1, Op::Malloc, 32, true, Op::Free, 0, 500),           // held in a free: its size is not known
+      hold(1, Op::Malloc, 32, true, Op::Malloc, 1024, 2000000),  // ended long after the hold
+      hold(1, Op::Malloc, 32, true, Op::Malloc, 1024, 500, true),  // the observer lost its CPU
+      hold(1, Op::Free, 32, true, Op::Malloc, 1024, 500),        // the observer's free: not an allocation
+      hold(2, Op::Malloc, 32, false, Op::Malloc, 0, 0),          // went through
+  };
+  const PeerWaitMeasure m = measure_beside_timed(holds, 2);
+  EXPECT_EQ(m.holds, 7u);  // not the preempted one, nor the free
+  EXPECT_EQ(m.holds_released, 5u);  // not the one that ended long after the hold
+  EXPECT_EQ(m.holds_apart_low_released, 2u);
+  EXPECT_EQ(m.holds_apart_low_released_threads, 2u);
+  // Holds are neither looks nor probes.
+  EXPECT_EQ(m.looks, 0u);
+  EXPECT_EQ(m.probes, 0u);
+  EXPECT_EQ(m.probes_alone, 0u);
 }
 
 }  // namespace

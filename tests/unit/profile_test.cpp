@@ -208,12 +208,13 @@ TEST_F(ProfileTest, ProbesWithoutALookAreKeptAndMustCarryTheirProbe) {
   EXPECT_EQ(counts.alone, 1u);
   EXPECT_EQ(counts.alone_slept, 0u);
 
-  // A record that says "no look" but holds no probe, or a look of unknown state, names its offset.
-  for (const int32_t state : {format::kPeerNoLook, format::kPeerNoLook - 1}) {
+  // A record that says "no look" or "hold" but holds no probe, or a look of unknown state, names
+  // its offset.
+  for (const int32_t state : {format::kPeerNoLook, format::kPeerHold, format::kPeerHold - 1}) {
     TestProfileWriter bad;
     bad.process(process_info(0, 0), "/bin/x", "x", "", "");
     format::PeerWait wrong = probe_without_a_look(1);
-    if (state == format::kPeerNoLook) wrong.peer_start_tick = format::kPeerUntimed;
+    if (state != format::kPeerHold - 1) wrong.peer_start_tick = format::kPeerUntimed;
     wrong.syscall = state;
     const uint64_t at = peer_waits(bad, 1, {probe_without_a_look(1), wrong});
     try {
@@ -224,6 +225,32 @@ TEST_F(ProfileTest, ProbesWithoutALookAreKeptAndMustCarryTheirProbe) {
           << error.what();
     }
   }
+}
+
+TEST_F(ProfileTest, HoldsAreKeptApartFromLooksAndProbes) {
+  TestProfileWriter w;
+  w.process(process_info(0, 0), "/bin/x", "x", "", "");
+  format::PeerWait released = probe_without_a_look(1);
+  released.syscall = format::kPeerHold;
+  released.peer_serial = 2;  // the releaser
+  released.arg0 = 5000;
+  released.arg1 = format::hold_outcome(format::HoldOutcome{true, 700, kMalloc, 40, 1, false, 1});
+  format::PeerWait through = released;
+  through.peer_serial = 1;  // nobody released it: the observer's own serial
+  through.arg1 = format::hold_outcome(format::HoldOutcome{false, 0, 0, 0, 1, false, 0});
+  peer_waits(w, 1, {released, through, probe_without_a_look(1)});
+  const Profile p = load(w);
+  ASSERT_EQ(p.peer_waits.size(), 3u);
+  const format::HoldOutcome h = format::hold_outcome_of(p.peer_waits[0].wait.arg1);
+  EXPECT_TRUE(h.released);
+  EXPECT_EQ(h.after_ticks, 700u);
+  EXPECT_EQ(h.bucket, 40u);
+  EXPECT_EQ(h.ended_inside, 1u);
+  const Profile::PeerLookCounts counts = p.peer_look_counts();
+  EXPECT_EQ(counts.holds, 2u);
+  EXPECT_EQ(counts.holds_released, 1u);
+  EXPECT_EQ(counts.alone, 1u);
+  EXPECT_EQ(counts.looks, 0u);
 }
 
 TEST_F(ProfileTest, ASecondProcessChunkIsAnError) {

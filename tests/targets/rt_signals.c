@@ -1,0 +1,99 @@
+/* rt_signals.c — a threaded program that uses every real-time signal itself.
+ *
+ *   rt_signals WHEN [THREADS] [MS]
+ *     WHEN    "first": installs its handlers before any thread starts;
+ *             "later": after its threads have allocated for half of MS
+ *     THREADS allocating threads, 2..64, default 2
+ *     MS      how long they allocate, in milliseconds, default 400
+ *
+ * It installs a handler on every real-time signal (SIGRTMIN..SIGRTMAX) that counts deliveries,
+ * then (or meanwhile) runs THREADS threads that malloc and free blocks of 16-1039 bytes until MS
+ * milliseconds have passed.  It never sends itself a signal: a delivery it counts came from
+ * elsewhere.  Prints "rt_signals: N signals" (N the deliveries counted) and exits 0 when N is 0,
+ * 3 when it is not; 1 when a thread or handler could not be set up, 2 on a usage error.
+ *
+ * Expected calls made by the program's own code: malloc and free of 16-1039 bytes, as many as
+ * the threads manage in MS milliseconds (each thread keeps at most 64 blocks; all are freed).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t g_received;
+static uint64_t g_end_ns;
+
+static void count(int sig) {
+  (void)sig;
+  g_received = g_received + 1;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int take_every_rt_signal(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = count;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
+    if (sigaction(s, &sa, NULL) != 0) return -1;
+  return 0;
+}
+
+static void *worker(void *arg) {
+  uint64_t x = (uintptr_t)arg * 0x9e3779b97f4a7c15u + 1;
+  void *blocks[64] = {0};
+  unsigned long ops = 0;
+  while ((ops & 255) != 0 || now_ns() < g_end_ns) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const unsigned k = (unsigned)(x % 64);
+    if (blocks[k]) {
+      free(blocks[k]);
+      blocks[k] = NULL;
+    } else {
+      const size_t n = 16 + (size_t)(x >> 32) % 1024;
+      blocks[k] = malloc(n);
+      if (blocks[k]) memset(blocks[k], 1, n < 64 ? n : 64);
+    }
+    ++ops;
+  }
+  for (int k = 0; k < 64; k++) free(blocks[k]);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || (strcmp(argv[1], "first") != 0 && strcmp(argv[1], "later") != 0)) {
+    fprintf(stderr, "usage: rt_signals first|later [THREADS] [MS]\n");
+    return 2;
+  }
+  const int later = strcmp(argv[1], "later") == 0;
+  const long threads = argc > 2 ? strtol(argv[2], NULL, 10) : 2;
+  const long ms = argc > 3 ? strtol(argv[3], NULL, 10) : 400;
+  if (threads < 2 || threads > 64 || ms < 1 || ms > 100000) {
+    fprintf(stderr, "usage: rt_signals first|later [THREADS] [MS]\n");
+    return 2;
+  }
+  if (!later && take_every_rt_signal() != 0) return 1;
+  const uint64_t start = now_ns();
+  g_end_ns = start + (uint64_t)ms * 1000000u;
+  pthread_t t[64];
+  for (long i = 0; i < threads; i++)
+    if (pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1)) != 0) return 1;
+  if (later) {
+    const struct timespec half = {(time_t)(ms / 2000), (long)(ms / 2 % 1000) * 1000000L};
+    nanosleep(&half, NULL);
+    if (take_every_rt_signal() != 0) return 1;
+  }
+  for (long i = 0; i < threads; i++) pthread_join(t[i], NULL);
+  printf("rt_signals: %d signals\n", (int)g_received);
+  return g_received == 0 ? 0 : 3;
+}
