@@ -306,11 +306,43 @@ int hold_signal() {
 // machine) takes it when it runs again, maybe milliseconds later; one asleep wakes for it, and
 // holds nothing.
 bool on_a_cpu(const Slot* peer) {
-  if (g_unreadable.load(std::memory_order_relaxed)) return true;  // cannot tell: ask it anyway
+  if (g_unreadable.load(std::memory_order_relaxed)) return false;
   const int fd = open_peer(load_shared(peer->h.tid));
   if (fd < 0) return false;
   format::PeerWait w{};
   return read_peer(fd, &w, [] { return true; }) && w.syscall == format::kPeerRunning;
+}
+
+// Whether the thread of `peer` lets signal `sig` through (its blocked set, the "SigBlk:" line of
+// /proc/self/task/TID/status).  A thread that blocks it would keep it pending: a program that
+// takes its signals with sigwait or signalfd would read it as its own, and an exec would carry it
+// into the next program, where the default action of a real-time signal ends the process.
+bool takes_signal(const Slot* peer, int sig) {
+  char path[48];
+  TextBuffer(path, sizeof path).put("/proc/self/task/").put_uint(load_shared(peer->h.tid)).put("/status");
+  const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+  if (sys::failed(fd)) return false;
+  char buf[2048];
+  const long n = sys::read(static_cast<int>(fd), buf, sizeof buf);
+  sys::close(static_cast<int>(fd));
+  if (sys::failed(n) || n <= 0) return false;
+  static constexpr char kKey[] = "\nSigBlk:";
+  for (long i = 0; i + static_cast<long>(sizeof kKey) - 1 < n; ++i) {
+    if (std::memcmp(buf + i, kKey, sizeof kKey - 1) != 0) continue;
+    const char* p = buf + i + sizeof kKey - 1;
+    const char* end = buf + n;
+    while (p < end && (*p == ' ' || *p == '\t')) ++p;
+    uint64_t mask = 0;
+    int digits = 0;
+    for (; p < end && digits < 16; ++p, ++digits) {
+      const char c = *p;
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) break;
+      mask = mask << 4 | static_cast<uint64_t>(d);
+    }
+    return digits == 16 && (mask >> (sig - 1) & 1) == 0;
+  }
+  return false;
 }
 
 // A hold turn: asks the threads (of the `m` at `peers`, gate words at `addrs`) that are inside
@@ -328,7 +360,7 @@ bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t 
   for (long i = 0; i < got && asked < sizeof t.hold_targets / sizeof t.hold_targets[0]; i++) {
     if (!gate_in_call(gates[i]) || !allocates(gate_op(gates[i]))) continue;  // a release's size is not known
     Slot* peer = peers[i];
-    if (!on_a_cpu(peer)) continue;
+    if (!on_a_cpu(peer) || !takes_signal(peer, sig)) continue;
     uint64_t none = 0;  // one request at a time per thread: one pending signal at most
     if (!peer->h.hold_request.compare_exchange_strong(none, now, std::memory_order_acq_rel)) continue;
     peer->h.hold_start.store(0, std::memory_order_relaxed);
@@ -379,6 +411,16 @@ bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t 
 }
 
 }  // namespace
+
+void drop_pending_hold_signal() {
+  const int sig = g_hold_signal.load(std::memory_order_acquire);
+  if (sig <= 0) return;
+  const uint64_t set = uint64_t{1} << (sig - 1);
+  const struct { long sec, nsec; } now{0, 0};
+  // Taken while it is blocked (pending), it is consumed; not pending, the call fails at once.
+  while (!sys::failed(sys::call(SYS_rt_sigtimedwait, reinterpret_cast<long>(&set), 0, reinterpret_cast<long>(&now), 8))) {
+  }
+}
 
 bool outside_turn(Slot* self, uint64_t now, bool allocating) {
   const SamplingConfig& c = g_sampling;

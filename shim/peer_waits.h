@@ -58,6 +58,9 @@ extern std::atomic<uint64_t> g_outside_turns;
 // `allocating`: the call about to be made obtains bytes; only such a call is made the probe of a
 // hold (format.h kPeerHold), which is due at most once per kHoldGapNs.
 bool outside_turn(Slot* self, uint64_t now, bool allocating);
+// Before an exec: consumes a hold signal still pending on this thread (it blocked the signal after
+// it was sent), which would otherwise reach the next program, where it has no handler.
+void drop_pending_hold_signal();
 // Keeps a pending look without its probe (the call failed or threw).
 void drop_probe();
 inline bool outside_turn_due(uint64_t now) {

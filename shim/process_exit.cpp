@@ -11,6 +11,7 @@
 #include <cstdarg>
 
 #include "allocscope_core.h"
+#include "peer_waits.h"
 #include "process_state.h"
 #include "sys.h"
 
@@ -30,6 +31,7 @@ F next_symbol(const char* name) {
 template <class F, class... Args>
 int call_next_exec(const char* name, Args... args) {
   allocscope_image_ending();
+  drop_pending_hold_signal();
   const F real = next_symbol<F>(name);
   int r = -1;
   if (real) r = real(args...);

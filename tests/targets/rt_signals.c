@@ -2,14 +2,18 @@
  *
  *   rt_signals WHEN [THREADS] [MS]
  *     WHEN    "first": installs its handlers before any thread starts;
- *             "later": after its threads have allocated for half of MS
+ *             "later": after its threads have allocated for half of MS;
+ *             "blocked": installs none, and its threads block every signal while they allocate
+ *             (as threads do that leave signals to sigwait or signalfd); each counts, before it
+ *             ends, the real-time signals pending on it
  *     THREADS allocating threads, 2..64, default 2
  *     MS      how long they allocate, in milliseconds, default 400
  *
  * It installs a handler on every real-time signal (SIGRTMIN..SIGRTMAX) that counts deliveries,
  * then (or meanwhile) runs THREADS threads that malloc and free blocks of 16-1039 bytes until MS
  * milliseconds have passed.  It never sends itself a signal: a delivery it counts came from
- * elsewhere.  Prints "rt_signals: N signals" (N the deliveries counted) and exits 0 when N is 0,
+ * elsewhere.  Prints "rt_signals: N signals" (N the deliveries counted, and with "blocked" the
+ * signals left pending) and exits 0 when N is 0,
  * 3 when it is not; 1 when a thread or handler could not be set up, 2 on a usage error.
  *
  * Expected calls made by the program's own code: malloc and free of 16-1039 bytes, as many as
@@ -49,7 +53,15 @@ static int take_every_rt_signal(void) {
   return 0;
 }
 
+static int g_block;
+static volatile int g_pending;
+
 static void *worker(void *arg) {
+  if (g_block) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+  }
   uint64_t x = (uintptr_t)arg * 0x9e3779b97f4a7c15u + 1;
   void *blocks[64] = {0};
   unsigned long ops = 0;
@@ -67,22 +79,30 @@ static void *worker(void *arg) {
     ++ops;
   }
   for (int k = 0; k < 64; k++) free(blocks[k]);
+  if (g_block) {
+    sigset_t pending;
+    sigpending(&pending);
+    for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
+      if (sigismember(&pending, s)) __atomic_add_fetch(&g_pending, 1, __ATOMIC_RELAXED);
+  }
   return NULL;
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2 || (strcmp(argv[1], "first") != 0 && strcmp(argv[1], "later") != 0)) {
-    fprintf(stderr, "usage: rt_signals first|later [THREADS] [MS]\n");
+  if (argc < 2 || (strcmp(argv[1], "first") != 0 && strcmp(argv[1], "later") != 0 &&
+                    strcmp(argv[1], "blocked") != 0)) {
+    fprintf(stderr, "usage: rt_signals first|later|blocked [THREADS] [MS]\n");
     return 2;
   }
   const int later = strcmp(argv[1], "later") == 0;
   const long threads = argc > 2 ? strtol(argv[2], NULL, 10) : 2;
   const long ms = argc > 3 ? strtol(argv[3], NULL, 10) : 400;
   if (threads < 2 || threads > 64 || ms < 1 || ms > 100000) {
-    fprintf(stderr, "usage: rt_signals first|later [THREADS] [MS]\n");
+    fprintf(stderr, "usage: rt_signals first|later|blocked [THREADS] [MS]\n");
     return 2;
   }
-  if (!later && take_every_rt_signal() != 0) return 1;
+  g_block = strcmp(argv[1], "blocked") == 0;
+  if (!later && !g_block && take_every_rt_signal() != 0) return 1;
   const uint64_t start = now_ns();
   g_end_ns = start + (uint64_t)ms * 1000000u;
   pthread_t t[64];
@@ -94,6 +114,7 @@ int main(int argc, char **argv) {
     if (take_every_rt_signal() != 0) return 1;
   }
   for (long i = 0; i < threads; i++) pthread_join(t[i], NULL);
-  printf("rt_signals: %d signals\n", (int)g_received);
-  return g_received == 0 ? 0 : 3;
+  const int n = (int)g_received + g_pending;
+  printf("rt_signals: %d signals\n", n);
+  return n == 0 ? 0 : 3;
 }
