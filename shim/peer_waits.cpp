@@ -357,12 +357,15 @@ bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t 
   const long got = read_gates(addrs, gates, m);
   const int pid = sys::getpid();
   uint32_t asked = 0;
+  uint64_t sent = now;
   for (long i = 0; i < got && asked < sizeof t.hold_targets / sizeof t.hold_targets[0]; i++) {
     if (!gate_in_call(gates[i]) || !allocates(gate_op(gates[i]))) continue;  // a release's size is not known
     Slot* peer = peers[i];
     if (!on_a_cpu(peer) || !takes_signal(peer, sig)) continue;
+    // Dated when sent: the reads above may have taken this thread off its CPU for a while.
+    sent = ticks();
     uint64_t none = 0;  // one request at a time per thread: one pending signal at most
-    if (!peer->h.hold_request.compare_exchange_strong(none, now, std::memory_order_acq_rel)) continue;
+    if (!peer->h.hold_request.compare_exchange_strong(none, sent, std::memory_order_acq_rel)) continue;
     peer->h.hold_start.store(0, std::memory_order_relaxed);
     peer->h.hold_end.store(0, std::memory_order_relaxed);
     if (sys::failed(sys::tgkill(pid, static_cast<int>(load_shared(peer->h.tid)), sig))) {
@@ -389,7 +392,7 @@ bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t 
       }
     }
     // Counted before the time is checked: a requester that lost its CPU meanwhile sees who is held.
-    if (held.inside == asked || ticks() - now >= kHoldAckWait * c.hold_ticks) break;
+    if (held.inside == asked || ticks() - sent >= kHoldAckWait * c.hold_ticks) break;
     __builtin_ia32_pause();  // (no yield: a busy machine would take the CPU for milliseconds)
   }
   if (held.inside == 0) return false;  // nobody was held in time: the requests lapse
