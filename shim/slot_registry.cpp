@@ -83,7 +83,9 @@ bool trace_pending(const Slot* s) {
 }
 
 bool owner_gone(const Slot* s, int pid, int tid) {
-  return static_cast<int>(s->h.tid) == tid || sys::tgkill(pid, static_cast<int>(s->h.tid), 0) == -3;
+  // The tid is read once, atomically: another thread may be starting the slot for itself (start_slot).
+  const int owner = static_cast<int>(load_shared(s->h.tid));
+  return owner == tid || sys::tgkill(pid, owner, 0) == -3;
 }
 
 Slot* new_slot() {
@@ -350,11 +352,12 @@ void flush_all_slots(format::ThreadState state) {
     // The state is read with the flag held: a slot being reclaimed (which takes the flag first)
     // is not flushed under its new owner's feet, nor a new owner's slot as an exited thread.
     const uint32_t st = s->h.state.load(std::memory_order_acquire);
-    const bool pending = count_calls(s) != load_shared(s->h.calls_at_flush) ||
-                         s->h.ring.size() > 0 || trace_pending(s) || load_shared(s->h.seq) == 0 ||
-                         lock_waits_pending(s) || peer_waits_pending(s);
-    if ((st == kSlotOwned || st == kSlotExited) && pending)
-      flush_held(s, st == kSlotOwned ? state : format::ThreadState::Exited);
+    // Nothing of a slot being started (a free one taken without the flag: start_slot) is read.
+    const bool live = st == kSlotOwned || st == kSlotExited;
+    const bool pending = live && (count_calls(s) != load_shared(s->h.calls_at_flush) ||
+                                  s->h.ring.size() > 0 || trace_pending(s) || load_shared(s->h.seq) == 0 ||
+                                  lock_waits_pending(s) || peer_waits_pending(s));
+    if (pending) flush_held(s, st == kSlotOwned ? state : format::ThreadState::Exited);
     s->h.flushing.store(0, std::memory_order_release);
   }
 }
