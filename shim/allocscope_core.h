@@ -25,6 +25,11 @@ void* allocscope_valloc(size_t size);
 void* allocscope_pvalloc(size_t size);
 size_t allocscope_malloc_usable_size(void* ptr);
 void* allocscope_dlopen(const char* file, int mode);
+/* sigaction and signal (signal_api.h): a handler installed on the holds' signal stops the holds. */
+struct sigaction;
+int allocscope_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
+typedef void (*allocscope_sighandler)(int);
+allocscope_sighandler allocscope_signal(int sig, allocscope_sighandler handler);
 
 /* The C++ operators (cxx_api.cpp): operator new (allocscope_new*), new[] (allocscope_new_array*),
  * delete (allocscope_delete*) and delete[] (allocscope_delete_array*).  `nt` is the caller's

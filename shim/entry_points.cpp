@@ -29,6 +29,8 @@ EXPORT void* valloc(size_t n) { return allocscope_valloc(n); }
 EXPORT void* pvalloc(size_t n) { return allocscope_pvalloc(n); }
 EXPORT size_t malloc_usable_size(void* p) { return allocscope_malloc_usable_size(p); }
 EXPORT void* dlopen(const char* f, int m) { return allocscope_dlopen(f, m); }
+EXPORT int sigaction(int s, const struct sigaction* a, struct sigaction* o) { return allocscope_sigaction(s, a, o); }
+EXPORT allocscope_sighandler signal(int s, allocscope_sighandler h) { return allocscope_signal(s, h); }
 
 // The C++ operators, replaceable global functions ([new.delete]): defined here, they come first in
 // the search order like malloc.  Only the header <new> is used, none of the C++ runtime.

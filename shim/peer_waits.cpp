@@ -13,6 +13,7 @@
 #include "allocscope/window_phase.h"
 #include "process_state.h"
 #include "recorder.h"
+#include "signal_api.h"
 #include "slot_registry.h"
 #include "sys.h"
 #include "text_buffer.h"
@@ -259,7 +260,7 @@ void on_hold_signal(int) {
   const uint64_t asked = s->h.hold_request.load(std::memory_order_acquire);
   if (asked == 0) return;
   const uint64_t start = ticks();
-  s->h.hold_request.store(0, std::memory_order_relaxed);
+  if (s->h.hold_request.exchange(0, std::memory_order_acq_rel) != 0) g_holds_in_flight.fetch_sub(1, std::memory_order_release);
   if (start - asked > kHoldAckWait * g_sampling.hold_ticks) return;
   uint64_t gate;
   __builtin_memcpy(&gate, &t.countdown, sizeof gate);
@@ -281,7 +282,7 @@ int hold_signal() {
   if (sig < 0) return -1;
   if (sig > 0) {
     struct sigaction cur;
-    if (::sigaction(sig, nullptr, &cur) == 0 && cur.sa_handler == on_hold_signal) return sig;
+    if (real_sigaction(sig, nullptr, &cur) == 0 && cur.sa_handler == on_hold_signal) return sig;
     g_hold_signal.store(-1, std::memory_order_release);
     return -1;
   }
@@ -290,12 +291,12 @@ int hold_signal() {
   int chosen = -1;
   for (int n = 60; n >= 40 && chosen < 0; --n) {
     struct sigaction cur;
-    if (::sigaction(n, nullptr, &cur) != 0 || cur.sa_handler != SIG_DFL) continue;
+    if (real_sigaction(n, nullptr, &cur) != 0 || cur.sa_handler != SIG_DFL) continue;
     struct sigaction sa;
     __builtin_memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_hold_signal;
     sa.sa_flags = SA_RESTART;
-    if (::sigaction(n, &sa, nullptr) == 0) chosen = n;
+    if (real_sigaction(n, &sa, nullptr) == 0) chosen = n;
   }
   g_hold_signal.store(chosen, std::memory_order_release);
   return chosen;
@@ -366,10 +367,15 @@ bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t 
     sent = ticks();
     uint64_t none = 0;  // one request at a time per thread: one pending signal at most
     if (!peer->h.hold_request.compare_exchange_strong(none, sent, std::memory_order_acq_rel)) continue;
+    g_holds_in_flight.fetch_add(1, std::memory_order_acq_rel);
     peer->h.hold_start.store(0, std::memory_order_relaxed);
     peer->h.hold_end.store(0, std::memory_order_relaxed);
-    if (sys::failed(sys::tgkill(pid, static_cast<int>(load_shared(peer->h.tid)), sig))) {
-      peer->h.hold_request.store(0, std::memory_order_relaxed);
+    // The program may be installing a handler of its own on the signal (program_takes_signal).
+    const bool ours = g_hold_signal.load(std::memory_order_acquire) == sig;
+    if (!ours || sys::failed(sys::tgkill(pid, static_cast<int>(load_shared(peer->h.tid)), sig))) {
+      if (peer->h.hold_request.exchange(0, std::memory_order_acq_rel) != 0)
+        g_holds_in_flight.fetch_sub(1, std::memory_order_release);
+      if (!ours) break;
       continue;
     }
     t.hold_targets[asked++] = peer;
@@ -414,6 +420,22 @@ bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t 
 }
 
 }  // namespace
+
+std::atomic<int> g_holds_in_flight{0};
+
+void program_takes_signal(int sig) {
+  if (sig <= 0 || g_hold_signal.load(std::memory_order_acquire) != sig) return;
+  g_hold_signal.store(-1, std::memory_order_release);
+  // A turn that read the signal just before sends within microseconds; the requests in flight
+  // land as soon as their threads run (this one yields its CPU to them): 50 ms at most, once in
+  // the life of a program that takes the signal.
+  const uint64_t start = mono_ns();
+  uint64_t now = start;
+  while (now - start < 100000 || (g_holds_in_flight.load(std::memory_order_acquire) > 0 && now - start < 50000000)) {
+    sys::sched_yield();
+    now = mono_ns();
+  }
+}
 
 void drop_pending_hold_signal() {
   const int sig = g_hold_signal.load(std::memory_order_acquire);

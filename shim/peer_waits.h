@@ -58,6 +58,11 @@ extern std::atomic<uint64_t> g_outside_turns;
 // `allocating`: the call about to be made obtains bytes; only such a call is made the probe of a
 // hold (format.h kPeerHold), which is due at most once per kHoldGapNs.
 bool outside_turn(Slot* self, uint64_t now, bool allocating);
+// Requests sent and not yet taken by their thread's handler (nor withdrawn).
+extern std::atomic<int> g_holds_in_flight;
+// The program installs a handler on `sig` (signal_api.h): if it is the holds' signal, the holds
+// stop for good, and the requests in flight are let land first (50 ms at most).
+void program_takes_signal(int sig);
 // Before an exec: consumes a hold signal still pending on this thread (it blocked the signal after
 // it was sent), which would otherwise reach the next program, where it has no handler.
 void drop_pending_hold_signal();

@@ -58,7 +58,8 @@ void start_slot(Slot* s, int tid) {
   store_shared(h.gate_addr, uint64_t{0});
   store_shared(h.decisions, uint64_t{0});
   h.peer_count.store(0, std::memory_order_relaxed);
-  h.hold_request.store(0, std::memory_order_relaxed);
+  if (h.hold_request.exchange(0, std::memory_order_acq_rel) != 0)  // sent to a thread that is gone
+    g_holds_in_flight.fetch_sub(1, std::memory_order_release);
   h.hold_start.store(0, std::memory_order_relaxed);
   h.hold_end.store(0, std::memory_order_relaxed);
   h.peer_flushed = 0;

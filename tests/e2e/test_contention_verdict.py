@@ -352,9 +352,9 @@ class Holds(VerdictCase):
         # holds began: the shim sees its handler replaced and stops; threads that block every
         # signal are never sent one (it would stay pending).  The program never receives a signal
         # it did not send, none is left pending, and it exits as it would.
-        for when in ("first", "later", "blocked"):
-            with self.subTest(when=when):
-                run = self.record([target("rt_signals-glibc"), when, "2", "400"], out=f"{when}.asp")
+        for libc, when in [(libc, when) for libc in ("glibc", "musl") for when in ("first", "later", "blocked")]:
+            with self.subTest(libc=libc, when=when):
+                run = self.record([target(f"rt_signals-{libc}"), when, "2", "400"], out=f"{libc}-{when}.asp")
                 self.assertEqual(run.rc, 0, run.stdout + run.stderr)
                 self.assertIn("rt_signals: 0 signals", run.stdout)
                 enabled, calls, _ = self.holds(run.profiles[0])
