@@ -26,6 +26,9 @@ std::atomic<bool> g_unreadable{false};
 // Set when the kernel refuses process_vm_readv (a seccomp filter, say): no looks outside windows.
 std::atomic<bool> g_no_vm_read{false};
 
+// The value of a lowercase hexadecimal digit, or -1.
+int hex_digit(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
 // A number of the file: decimal (possibly negative) or 0x-prefixed hexadecimal.  Advances `p`.
 bool parse_number(const char*& p, const char* end, int64_t* out) {
   while (p < end && *p == ' ') ++p;
@@ -37,8 +40,7 @@ bool parse_number(const char*& p, const char* end, int64_t* out) {
     p += 2;
     start = p;
     for (; p < end; ++p) {
-      const char c = *p;
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      const int d = hex_digit(*p);
       if (d < 0) break;
       v = v << 4 | static_cast<uint64_t>(d);
     }
@@ -50,12 +52,11 @@ bool parse_number(const char*& p, const char* end, int64_t* out) {
   return true;
 }
 
-// The file that says what thread `tid` is doing, opened; -1 when it cannot be (the thread has just
-// left, or /proc cannot be read: then looking stops).  Opening costs most of a look: the peer's
-// call is checked again after it, so that only the read itself must fall inside that call.
-int open_peer(uint32_t tid) {
+// The kernel's file `name` of thread `tid` (/proc/self/task/TID/name), opened; -1 when it cannot be
+// (the thread has just left, or /proc cannot be read: then looking stops).
+int open_task_file(uint32_t tid, const char* name) {
   char path[48];
-  TextBuffer(path, sizeof path).put("/proc/self/task/").put_uint(tid).put("/syscall");
+  TextBuffer(path, sizeof path).put("/proc/self/task/").put_uint(tid).put("/").put(name);
   const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
   if (sys::failed(fd)) {
     if (fd != -2 && fd != -3) g_unreadable.store(true, std::memory_order_relaxed);  // not ENOENT or ESRCH (the thread just left)
@@ -63,6 +64,10 @@ int open_peer(uint32_t tid) {
   }
   return static_cast<int>(fd);
 }
+
+// The file that says what thread `tid` is doing.  Opening costs most of a look: the peer's call is
+// checked again after it, so that only the read itself must fall inside that call.
+int open_peer(uint32_t tid) { return open_task_file(tid, "syscall"); }
 
 // What the file read says the thread was doing: false when it made no sense.
 bool parse_peer(const char* buf, long n, format::PeerWait* w) {
@@ -115,23 +120,27 @@ long read_gates(const uint64_t* addrs, uint64_t* out, uint32_t n) {
   return sys::failed(r) ? 0 : r / static_cast<long>(sizeof(uint64_t));
 }
 
+// Adds the call a gate word shows (if it shows one) to `pp`: one more thread inside, and its size
+// bucket if it allocates a known size, else a call of no known size.
+void add_inside(format::ProbePeers& pp, uint64_t gate) {
+  if (!gate_in_call(gate)) return;
+  ++pp.inside;
+  const unsigned op = gate_op(gate), bucket = gate_bucket(gate);
+  if (allocates(op) && bucket < kSizeBuckets) {
+    pp.min_bucket = bucket < pp.min_bucket ? bucket : pp.min_bucket;
+    pp.max_bucket = bucket > pp.max_bucket ? bucket : pp.max_bucket;
+  } else {
+    pp.unknown = true;
+  }
+}
+
 // Which of the `n` threads whose gate words lie at `addrs` are inside calls, and of what sizes; a
 // word that could not be read counts as a call of no known size.
 format::ProbePeers who_is_inside(const uint64_t* addrs, uint32_t n) {
   uint64_t gates[kPeerCandidates];
   format::ProbePeers pp = format::kNoProbePeers;
   const long got = read_gates(addrs, gates, n);
-  for (long i = 0; i < got; i++) {
-    if (!gate_in_call(gates[i])) continue;
-    ++pp.inside;
-    const unsigned op = gate_op(gates[i]), bucket = gate_bucket(gates[i]);
-    if (allocates(op) && bucket < kSizeBuckets) {
-      pp.min_bucket = bucket < pp.min_bucket ? bucket : pp.min_bucket;
-      pp.max_bucket = bucket > pp.max_bucket ? bucket : pp.max_bucket;
-    } else {
-      pp.unknown = true;
-    }
-  }
+  for (long i = 0; i < got; i++) add_inside(pp, gates[i]);
   if (got < static_cast<long>(n)) pp.unknown = true;
   return pp;
 }
@@ -319,13 +328,11 @@ bool on_a_cpu(const Slot* peer) {
 // takes its signals with sigwait or signalfd would read it as its own, and an exec would carry it
 // into the next program, where the default action of a real-time signal ends the process.
 bool takes_signal(const Slot* peer, int sig) {
-  char path[48];
-  TextBuffer(path, sizeof path).put("/proc/self/task/").put_uint(load_shared(peer->h.tid)).put("/status");
-  const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-  if (sys::failed(fd)) return false;
+  const int fd = open_task_file(load_shared(peer->h.tid), "status");
+  if (fd < 0) return false;
   char buf[2048];
-  const long n = sys::read(static_cast<int>(fd), buf, sizeof buf);
-  sys::close(static_cast<int>(fd));
+  const long n = sys::read(fd, buf, sizeof buf);
+  sys::close(fd);
   if (sys::failed(n) || n <= 0) return false;
   static constexpr char kKey[] = "\nSigBlk:";
   for (long i = 0; i + static_cast<long>(sizeof kKey) - 1 < n; ++i) {
@@ -336,8 +343,7 @@ bool takes_signal(const Slot* peer, int sig) {
     uint64_t mask = 0;
     int digits = 0;
     for (; p < end && digits < 16; ++p, ++digits) {
-      const char c = *p;
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      const int d = hex_digit(*p);
       if (d < 0) break;
       mask = mask << 4 | static_cast<uint64_t>(d);
     }
@@ -381,27 +387,21 @@ bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t 
     t.hold_targets[asked++] = peer;
   }
   if (asked == 0) return false;
-  format::ProbePeers held = format::kNoProbePeers;
+  format::ProbePeers held = format::kNoProbePeers;  // the held threads' calls, as a probe's peers
   for (;;) {
     held = format::kNoProbePeers;
+    uint32_t acked = 0;
     for (uint32_t k = 0; k < asked; k++) {
       if (t.hold_targets[k]->h.hold_start.load(std::memory_order_acquire) == 0) continue;
-      const uint64_t gate = t.hold_targets[k]->h.hold_gate.load(std::memory_order_relaxed);
-      ++held.inside;
-      const unsigned op = gate_op(gate), bucket = gate_bucket(gate);
-      if (!gate_in_call(gate)) continue;
-      if (allocates(op) && bucket < kSizeBuckets) {
-        held.min_bucket = bucket < held.min_bucket ? bucket : held.min_bucket;
-        held.max_bucket = bucket > held.max_bucket ? bucket : held.max_bucket;
-      } else {
-        held.unknown = true;
-      }
+      ++acked;
+      add_inside(held, t.hold_targets[k]->h.hold_gate.load(std::memory_order_relaxed));
     }
     // Counted before the time is checked: a requester that lost its CPU meanwhile sees who is held.
-    if (held.inside == asked || ticks() - sent >= kHoldAckWait * c.hold_ticks) break;
+    if (acked == asked || ticks() - sent >= kHoldAckWait * c.hold_ticks) break;
     __builtin_ia32_pause();  // (no yield: a busy machine would take the CPU for milliseconds)
   }
-  if (held.inside == 0) return false;  // nobody was held in time: the requests lapse
+  // Nobody held in time, or only threads that had left their calls: the requests lapse.
+  if (held.inside == 0) return false;
   format::Rusage ru;
   read_thread_rusage(ru);
   if (ru.nvcsw == ~uint64_t{0}) return false;
