@@ -85,6 +85,10 @@ void PeerWaitTally::expect(const std::vector<Profile::PeerLook>& looks, bool rec
   release_ticks_ = release_ticks;
   for (const Profile::PeerLook& l : looks) {
     const format::PeerWait& w = l.wait;
+    if (w.syscall == format::kPeerHold) {  // neither a look nor a probe: measured on their own
+      holds_.push_back(l);
+      continue;
+    }
     if (!format::peer_call_untimed(w.peer_start_tick)) {
       pending_.emplace(call_key(w.peer_serial, w.peer_start_tick), w);
       continue;
@@ -119,8 +123,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   std::map<uint64_t, uint64_t> by_word;
   for (const Joined& j : joined_) {
     const format::PeerWait& w = j.wait;
-    if (w.syscall == format::kPeerNotSeen || w.syscall == format::kPeerNoLook || w.syscall == format::kPeerHold)
-      continue;  // a probe or a hold only
+    if (w.syscall == format::kPeerNotSeen || w.syscall == format::kPeerNoLook) continue;  // a probe only
     ++m.looks;
     if (format::peer_call_untimed(w.peer_start_tick)) ++m.outside_looks;
     if (w.syscall == format::kPeerRunning) ++m.running;
@@ -132,24 +135,9 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   const std::optional<uint32_t> median = median_group();
   std::set<uint32_t> apart_threads;
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> low_by_observer;  // (apart probes below the median, held up)
-  std::set<uint32_t> hold_threads;
   for (const Joined& j : joined_) {
     const uint64_t x = j.wait.peer_start_tick;
     if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;
-    if (j.wait.syscall == format::kPeerHold) {
-      const format::HoldOutcome h = format::hold_outcome_of(j.wait.arg1);
-      const unsigned own = format::peer_probe_bucket(x);
-      if (h.preempted || own >= kSizeBuckets) continue;
-      ++m.holds;
-      if (!h.released || h.after_ticks > release_ticks_) continue;
-      ++m.holds_released;
-      if (!allocates(h.op) || h.bucket >= kSizeBuckets || !median) continue;
-      const uint32_t a = size_group(bucket_lo(own)), b = size_group(bucket_lo(h.bucket));
-      if (!sizes_apart(std::min(a, b), std::max(a, b)) || std::min(a, b) >= *median) continue;
-      ++m.holds_apart_low_released;
-      hold_threads.insert(j.observer);
-      continue;
-    }
     const bool slept = format::peer_probe_slept(x);
     const bool held = slept || bucket_lo(format::peer_probe_latency_bin(x)) >= slow_ticks_;
     ++m.probes;
@@ -186,7 +174,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
         static_cast<double>(counts.second) > unmet_high * static_cast<double>(counts.first);
   }
   m.probes_apart_slept_threads = static_cast<uint32_t>(apart_threads.size());
-  m.holds_apart_low_released_threads = static_cast<uint32_t>(hold_threads.size());
+  measure_holds(median, m);
   if (by_word.empty()) return m;
   const auto top = std::max_element(by_word.begin(), by_word.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -208,7 +196,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   m.top_allocating_threads = static_cast<uint32_t>(allocating_threads.size());
   for (const Joined& j : joined_) {
     const uint64_t x = j.wait.peer_start_tick;
-    if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x)) || j.wait.syscall == format::kPeerHold) continue;
+    if (!format::peer_probed(x) || !allocates(format::peer_probe_op(x))) continue;
     const bool held = format::peer_probe_slept(x) || bucket_lo(format::peer_probe_latency_bin(x)) >= slow_ticks_;
     if (is_futex_wait(j.wait.syscall, j.wait.arg1) && j.wait.arg0 == top->first) {
       ++m.probes_after_sleeper;
@@ -228,6 +216,25 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   m.top_sizes_apart = m.top_allocating >= 2 && sizes_apart(min_group, max_group);
   m.top_spans_median = m.top_allocating > 0 && median && min_group <= *median && *median <= max_group;
   return m;
+}
+
+void PeerWaitTally::measure_holds(std::optional<uint32_t> median, PeerWaitMeasure& m) const {
+  std::set<uint32_t> threads;
+  for (const Profile::PeerLook& l : holds_) {
+    const uint64_t x = l.wait.peer_start_tick;
+    const unsigned own = format::peer_probe_bucket(x);
+    const format::HoldOutcome h = format::hold_outcome_of(l.wait.arg1);
+    if (!allocates(format::peer_probe_op(x)) || own >= kSizeBuckets || h.preempted) continue;
+    ++m.holds;
+    if (!h.released || h.after_ticks > release_ticks_) continue;
+    ++m.holds_released;
+    if (!allocates(h.op) || h.bucket >= kSizeBuckets || !median) continue;
+    const uint32_t a = size_group(bucket_lo(own)), b = size_group(bucket_lo(h.bucket));
+    if (!sizes_apart(std::min(a, b), std::max(a, b)) || std::min(a, b) >= *median) continue;
+    ++m.holds_apart_low_released;
+    threads.insert(l.observer);
+  }
+  m.holds_apart_low_released_threads = static_cast<uint32_t>(threads.size());
 }
 
 std::optional<uint32_t> PeerWaitTally::median_group() const {

@@ -121,7 +121,7 @@ class PeerWaitTally {
   // `release_ticks`: kHoldReleaseNs in ticks.
   void expect(const std::vector<Profile::PeerLook>& looks, bool recorded, uint64_t slow_ticks, uint64_t release_ticks);
   // No look to join or to weigh against the timed calls: add_call may be skipped.
-  bool empty() const { return pending_.empty() && joined_.empty(); }
+  bool empty() const { return pending_.empty() && joined_.empty() && holds_.empty(); }
   // A timed call of thread `serial`: joins the looks at it.
   void add_call(uint32_t serial, const format::Event& e);
   PeerWaitMeasure measure() const;
@@ -129,6 +129,8 @@ class PeerWaitTally {
  private:
   // The size group (completion_coincidence.h size_group) of the median timed allocating call.
   std::optional<uint32_t> median_group() const;
+  // The holds' counts of PeerWaitMeasure, against that median.
+  void measure_holds(std::optional<uint32_t> median, PeerWaitMeasure& m) const;
   struct Joined {
     format::PeerWait wait;
     uint32_t observer;
@@ -139,6 +141,7 @@ class PeerWaitTally {
   };
   std::unordered_multimap<uint64_t, format::PeerWait> pending_;  // by (serial, start tick)
   std::vector<Joined> joined_;
+  std::vector<Profile::PeerLook> holds_;  // format.h kPeerHold records
   std::vector<uint64_t> allocating_by_group_;  // timed allocating calls of known size, per size group
   std::unordered_map<uint32_t, uint64_t> calls_by_thread_;  // timed calls, per thread
   bool recorded_ = false;
