@@ -322,16 +322,35 @@ std::string contention_reason(const ContentionVerdict& v) {
   return "";
 }
 
+namespace {
+
+// How to time more of a run recorded with --sample `n`: 1/8 of the time where it timed less (or
+// nothing: n = 0), every call where it timed 1/8 or more already, nothing more where it timed every
+// call.
+std::string time_more(uint32_t n) {
+  if (n == 0 || n > 8) return "time more of it (--sample 8, or --sample 1 to time every call)";
+  if (n > 1) return "time every call (--sample 1)";
+  return "";
+}
+
+// "record a longer run, or <time_more>" — or only the longer run where every call was timed.
+std::string longer_or_more(uint32_t n) {
+  const std::string more = time_more(n);
+  return more.empty() ? "record a longer run" : "record a longer run, or " + more;
+}
+
+}  // namespace
+
 std::string contention_advice(const ContentionVerdict& v) {
   if (v.kind != ContentionKind::Unsure) return "";
+  const uint32_t n = v.inputs.sample_every;
   switch (v.reason) {
     case ContentionReason::NotTimed:
       return v.inputs.sample_every == 0 ? "record again without --sample 0"
                                         : "record a longer run, or time every call (--sample 1)";
     case ContentionReason::TooFewMet:
     case ContentionReason::TooFewEnds:
-      return "record a longer run, or time more of it (--sample 8, or --sample 1 to time every call), with the "
-             "threads allocating at the same time";
+      return longer_or_more(n) + ", with the threads allocating at the same time";
     case ContentionReason::Disturbed:
     case ContentionReason::Sleeping:
       return "time every call (--sample 1), so that no call goes unseen";
@@ -342,16 +361,15 @@ std::string contention_advice(const ContentionVerdict& v) {
       // A run that already had more threads than CPUs gains nothing from more: more of its calls
       // timed (sleeps paired with the call that kept them waiting) is what can still tell.
       if (v.oversubscribed)
-        return "time more of the run (--sample 8, or record longer), so that the calls that sleep inside the "
-               "allocator are seen with the call they waited for, or compare it with a run under another "
-               "allocator (allocscope compare)";
+        return longer_or_more(n) + ", so that the calls that sleep inside the allocator are seen with the call "
+               "they waited for, or compare it with a run under another allocator (allocscope compare)";
       return "record the program with more threads than CPUs, where a lock's waiters queue and its calls take "
              "turns, or compare it with a run under another allocator (allocscope compare)";
     case ContentionReason::SleepWhenMet:
       return "compare the run with one under an allocator without a global lock (allocscope compare): the time "
              "its threads spend asleep inside this one is the lock's cost, whichever kind it is";
     default:
-      return "record a longer run or time more of it (--sample 8) so that the bounds narrow";
+      return longer_or_more(n) + ", so that the bounds narrow";
   }
 }
 

@@ -49,9 +49,9 @@ class CpuHog:
 
 
 class VerdictCase(E2ETestCase):
-    def verdict(self, program, threads, iters, allocator=None, name="run.asp"):
+    def verdict(self, program, threads, iters, allocator=None, name="run.asp", sample=None):
         path = bench_program(program) if program.startswith(("xthread-", "mixed-")) else target(program)
-        run = self.record([path, str(threads), str(iters)], allocator=allocator, out=name)
+        run = self.record([path, str(threads), str(iters)], allocator=allocator, out=name, sample=sample)
         self.assertEqual(run.rc, 0, run.stderr)
         proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -118,6 +118,31 @@ class OneThread(VerdictCase):
     def test_one_thread_is_never_a_lock(self):
         c, _ = self.verdict("harness-musl", 1, 200_000)
         self.assertEqual(c["verdict"], "single_thread", self.describe(c))
+
+
+class AdviceWhenUnsure(VerdictCase):
+    """A run too short to judge says what to do, and never to time as much as it already did: the
+    `--sample N` it names time more than the run's own (the default is 1/64), and a run that timed
+    every call is told to run longer."""
+
+    def advice(self, iters, sample):
+        c, _ = self.verdict("harness-glibc", 2, iters, name=f"short-{sample}.asp", sample=sample)
+        self.assertEqual(c["verdict"], "unsure", self.describe(c))
+        recorded = sample or 64
+        for n in re.findall(r"--sample ([0-9]+)", c["advice"]):
+            self.assertLess(int(n), recorded, c["advice"])
+        return c["advice"]
+
+    def test_the_default_sampling_is_advised_to_time_an_eighth(self):
+        self.assertIn("--sample 8", self.advice(100_000, None))
+
+    def test_an_eighth_is_advised_to_time_every_call(self):
+        self.assertIn("--sample 1", self.advice(40_000, 8))
+
+    def test_every_call_timed_is_advised_a_longer_run(self):
+        a = self.advice(3000, 1)
+        self.assertNotIn("--sample", a)
+        self.assertIn("longer run", a)
 
 
 class GlobalLocks(VerdictCase):

@@ -161,6 +161,16 @@ TEST(ContentionVerdict, SlowerMetCallsWithoutTurnsAreUnsure) {
   EXPECT_TRUE(v.oversubscribed);
   EXPECT_EQ(contention_advice(v).find("more threads than CPUs"), std::string::npos);
   EXPECT_NE(contention_advice(v).find("--sample 8"), std::string::npos);
+  // Recorded with --sample 8 already: the advice goes further, and with every call timed, longer.
+  ContentionInputs eighth = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
+  eighth.sample_every = 8;
+  const std::string at_eighth = contention_advice(judge_contention(eighth));
+  EXPECT_EQ(at_eighth.find("--sample 8"), std::string::npos);
+  EXPECT_NE(at_eighth.find("--sample 1"), std::string::npos);
+  eighth.sample_every = 1;
+  const std::string at_every = contention_advice(judge_contention(eighth));
+  EXPECT_EQ(at_every.find("--sample"), std::string::npos);
+  EXPECT_NE(at_every.find("record a longer run"), std::string::npos);
   ContentionInputs fewer = inputs({cell(1000, 10, 1000, 11), cell(800, 30, 900, 31)});
   fewer.busy_threads = 2;  // and a main thread that only waits: 3 alive on 2 CPUs, 2 calling
   fewer.max_live_threads = 3;
