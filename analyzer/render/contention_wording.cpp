@@ -346,14 +346,16 @@ std::string contention_advice(const ContentionVerdict& v) {
   const uint32_t n = v.inputs.sample_every;
   switch (v.reason) {
     case ContentionReason::NotTimed:
-      return v.inputs.sample_every == 0 ? "record again without --sample 0"
-                                        : "record a longer run, or time every call (--sample 1)";
+      return n == 0 ? "record again without --sample 0"
+             : n == 1 ? "record a longer run"
+                      : "record a longer run, or time every call (--sample 1)";
     case ContentionReason::TooFewMet:
     case ContentionReason::TooFewEnds:
       return longer_or_more(n) + ", with the threads allocating at the same time";
     case ContentionReason::Disturbed:
     case ContentionReason::Sleeping:
-      return "time every call (--sample 1), so that no call goes unseen";
+      return n == 1 ? "record a longer run, so that the bounds narrow"
+                    : "time every call (--sample 1), so that no call goes unseen";
     case ContentionReason::HeldBesideOthers:
       return "record a longer run, so that every thread's probes are enough to compare, or compare it with a run "
              "under another allocator (allocscope compare)";

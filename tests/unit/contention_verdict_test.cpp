@@ -180,6 +180,26 @@ TEST(ContentionVerdict, SlowerMetCallsWithoutTurnsAreUnsure) {
   EXPECT_NE(contention_advice(w).find("more threads than CPUs"), std::string::npos);
 }
 
+TEST(ContentionVerdict, AdviceNeverNamesTimingTheRunAlreadyHad) {
+  // Whatever the reason, a run recorded with --sample N is told to time more than 1/N, or, with
+  // every call timed, to run longer: never the sampling it had.
+  for (unsigned r = 0; r <= static_cast<unsigned>(ContentionReason::HeldBesideOthers); ++r) {
+    for (const uint32_t n : {64u, 8u, 2u, 1u}) {
+      for (const bool oversubscribed : {false, true}) {
+        ContentionVerdict v;
+        v.kind = ContentionKind::Unsure;
+        v.reason = static_cast<ContentionReason>(r);
+        v.inputs.sample_every = n;
+        v.oversubscribed = oversubscribed;
+        const std::string a = contention_advice(v);
+        EXPECT_FALSE(a.empty()) << r << " " << n;
+        for (size_t at = a.find("--sample "); at != std::string::npos; at = a.find("--sample ", at + 1))
+          EXPECT_LT(std::stoul(a.substr(at + 9)), n) << r << " " << n << ": " << a;
+      }
+    }
+  }
+}
+
 // `c` with its met calls all beside calls of other size classes (met_apart = met), or none.
 ExclusionCell across(ExclusionCell c, bool all_across = true) {
   if (all_across) c.met_apart = c.met;
