@@ -324,18 +324,18 @@ std::string contention_reason(const ContentionVerdict& v) {
 
 namespace {
 
-// How to time more of a run recorded with --sample `n`: 1/8 of the time where it timed less (or
-// nothing: n = 0), every call where it timed 1/8 or more already, nothing more where it timed every
-// call.
-std::string time_more(uint32_t n) {
-  if (n == 0 || n > 8) return "time more of it (--sample 8, or --sample 1 to time every call)";
-  if (n > 1) return "time every call (--sample 1)";
-  return "";
+// How to time more of a run recorded with --sample `n` (0: nothing timed): every call where the
+// reason needs that (`every_call`) or the run timed 1/8 or more already, else 1/8 of the time or
+// every call; nothing more where it timed every call.
+std::string time_more(uint32_t n, bool every_call) {
+  if (n == 1) return "";
+  if (every_call || (n != 0 && n <= 8)) return "time every call (--sample 1)";
+  return "time more of it (--sample 8, or --sample 1 to time every call)";
 }
 
 // "record a longer run, or <time_more>" — or only the longer run where every call was timed.
-std::string longer_or_more(uint32_t n) {
-  const std::string more = time_more(n);
+std::string longer_or_more(uint32_t n, bool every_call = false) {
+  const std::string more = time_more(n, every_call);
   return more.empty() ? "record a longer run" : "record a longer run, or " + more;
 }
 
@@ -346,16 +346,15 @@ std::string contention_advice(const ContentionVerdict& v) {
   const uint32_t n = v.inputs.sample_every;
   switch (v.reason) {
     case ContentionReason::NotTimed:
-      return n == 0 ? "record again without --sample 0"
-             : n == 1 ? "record a longer run"
-                      : "record a longer run, or time every call (--sample 1)";
+      return n == 0 ? "record again without --sample 0" : longer_or_more(n, true);
     case ContentionReason::TooFewMet:
     case ContentionReason::TooFewEnds:
       return longer_or_more(n) + ", with the threads allocating at the same time";
     case ContentionReason::Disturbed:
-    case ContentionReason::Sleeping:
-      return n == 1 ? "record a longer run, so that the bounds narrow"
-                    : "time every call (--sample 1), so that no call goes unseen";
+    case ContentionReason::Sleeping: {
+      const std::string more = time_more(n, true);
+      return more.empty() ? "record a longer run, so that the bounds narrow" : more + ", so that no call goes unseen";
+    }
     case ContentionReason::HeldBesideOthers:
       return "record a longer run, so that every thread's probes are enough to compare, or compare it with a run "
              "under another allocator (allocscope compare)";
