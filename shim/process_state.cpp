@@ -123,6 +123,9 @@ void configure_sampling(const format::Calibration& c) {
   // follows a gap; 0.2 % of the run with the default windows; measured 0.04-0.06 %: docs/analysis.md);
   // not in trace mode, whose records have no room for them.
   s.switch_ticks = !g_trace && s.sample_every >= 1 ? c.tick_hz * format::kSwitchSlowNs / 1000000000 : 0;
+  // The same readings give the faults taken inside those slow calls (kEvFaults), where the calls
+  // and gaps since the last reading were too short to fault: no system call more.
+  s.fault_ticks = s.switch_ticks ? format::fault_free_ticks(c.minor_fault_ticks, s.switch_ticks) : 0;
   // Where threads inside long calls wait (peer_waits.h): a look costs a few microseconds (three
   // system calls) and is taken at most once per kPeerLookGapNs of a thread's timed time, and only
   // when another thread has been inside a timed call for 2 µs.  Off with ALLOCSCOPE_PEERS=0.
@@ -317,7 +320,8 @@ bool write_calibration_chunk() {
                  (g_sampling.switch_ticks ? format::kModeSwitches : 0) | format::kModeNoticeBounded |
                  (g_sampling.look_gap ? format::kModePeerWaits : 0) |
                  (g_sampling.outside_gap ? format::kModePeerLooksOutside | format::kModePeerProbes : 0) |
-                 (g_sampling.hold_ticks ? format::kModeHolds : 0);
+                 (g_sampling.hold_ticks ? format::kModeHolds : 0) |
+                 (g_sampling.fault_ticks ? format::kModeFaults : 0);
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(

@@ -179,7 +179,12 @@ void note_switches(ThreadCtx& t, format::Event& e, uint64_t t0, uint64_t t1, con
   if (gap == 0) return;
   const bool good = t.sw_valid && t0 >= t.sw_end && t0 - t.sw_end < gap;
   const bool slow = t1 - t0 >= gap;
+  // The fault reading is good where the gap since it was too short to fault, and so was every
+  // call since that was not read (format.h kModeFaults).
+  const uint64_t fgap = g_sampling.fault_ticks;
+  const bool flt_good = good && t.flt_valid && t0 - t.sw_end < fgap;
   if (good && !slow && !read) {
+    if (!flt_good || t1 - t0 >= fgap) t.flt_valid = 0;
     t.sw_end = t1;
     return;
   }
@@ -199,6 +204,12 @@ void note_switches(ThreadCtx& t, format::Event& e, uint64_t t0, uint64_t t1, con
     e.nvcsw = saturate8(read->nvcsw - t.sw_nvcsw);
     e.nivcsw = saturate8(read->nivcsw - t.sw_nivcsw);
   }
+  if (flt_good && slow && read->minflt >= t.flt_minflt && !(e.flags & format::kEvRusage)) {
+    e.flags |= format::kEvFaults;
+    e.minflt = saturate16(read->minflt - t.flt_minflt);
+  }
+  t.flt_valid = fgap != 0;
+  t.flt_minflt = read->minflt;
   t.sw_valid = 1;
   t.sw_nvcsw = read->nvcsw;
   t.sw_nivcsw = read->nivcsw;

@@ -51,6 +51,10 @@ struct alignas(64) ThreadCtx {
   uint64_t sw_nvcsw, sw_nivcsw;
   uint64_t sw_end;        // the tick they stand for
   uint32_t sw_valid;
+  // Its minor faults then, good while neither the calls since nor the gaps between them could
+  // hold a fault (format.h kModeFaults).
+  uint64_t flt_minflt;
+  uint32_t flt_valid;
   uint64_t next_look;     // the thread looks at other threads again from this tick (peer_waits.h)
   // A look outside the windows whose observer's own call is being timed (peer_waits.h probes):
   // the record, kept when that call ends, and the observer's voluntary switches before the call.
@@ -100,6 +104,7 @@ struct SamplingConfig {
   uint32_t stack_every;        // a stack on 1 timed call in this many (0: no stacks)
   uint64_t stack_slow_ticks;   // and on every timed call at least this slow
   uint64_t switch_ticks;       // a timed call this slow gets its context switches (kEvSwitches); 0: none
+  uint64_t fault_ticks;        // a shorter call or gap cannot hold a fault (format.h fault_free_ticks); 0: no kEvFaults
   uint64_t look_gap;           // ticks between a thread's looks at other threads (peer_waits.h); 0: none
   uint64_t outside_gap;        // ticks between the process's turns outside the windows (probes, some with a look); 0: none
   uint64_t hold_ticks;         // how long a held thread stays held (format.h kHoldNs); 0: no holds

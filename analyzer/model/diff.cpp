@@ -8,9 +8,11 @@
 #include <set>
 #include <tuple>
 
+#include "profile/peek.h"
 #include "profile/profile.h"
 #include "util/side_by_side.h"
 #include "profile/thread_profile.h"
+#include "model/faults_in_calls.h"
 #include "model/trace_analysis.h"
 
 namespace allocscope {
@@ -25,68 +27,68 @@ bool uses_allocator(const ThreadRow& t, const CostReport& r) {
   return static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls);
 }
 
-// Page faults: from the threads' rusage, less those taken inside allocator calls (estimated from
-// the calls that sampled rusage around themselves).
+// Page faults: from the threads' rusage, less those taken inside allocator calls
+// (faults_in_calls.h).
 struct FaultEvidence {
   uint64_t minor_faults = 0;
   uint64_t system_us = 0;  // the threads' system time (rusage)
-  uint64_t sampled_calls = 0, sampled_faults = 0;
-  double sampled_faults2 = 0;  // Σ faults² of the sampled calls, for the bound
   double fault_ns = 0;
-  std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_thread;  // serial -> (sampled calls, their faults)
+  std::map<uint32_t, uint64_t> thread_faults;  // serial -> minor faults (rusage)
+  std::map<uint32_t, CellMap> thread_cells;    // serial -> its calls per (operation, size bucket)
+  FaultSample sample{std::nullopt};
 };
 
 FaultEvidence fault_evidence(const std::filesystem::path& path) {
-  FaultEvidence f;
+  FaultEvidence f{.sample = FaultSample(read_calibration(path))};
   LoadOptions options;
   options.on_events = [&](const format::EventsHeader& header, std::span<const format::Event> events) {
-    for (const auto& e : events) {
-      if (!(e.flags & format::kEvRusage)) continue;
-      auto& [thread_calls, thread_faults] = f.by_thread[header.thread_serial];
-      ++thread_calls;
-      thread_faults += e.minflt;
-      f.sampled_calls++;
-      f.sampled_faults += e.minflt;
-      f.sampled_faults2 += static_cast<double>(e.minflt) * static_cast<double>(e.minflt);
-    }
+    f.sample.add(header, events);
   };
   options.warn = nullptr;
   const Profile p = load_profile(path, options);
   for (const auto& t : p.threads) {
-    if (t.rusage.minflt != kRusageUnavailable) f.minor_faults += t.rusage.minflt;
+    if (t.rusage.minflt != kRusageUnavailable) {
+      f.minor_faults += t.rusage.minflt;
+      f.thread_faults[t.serial] = t.rusage.minflt;
+      f.thread_cells[t.serial] = t.cells;
+    }
     if (t.rusage.stime_us != kRusageUnavailable) f.system_us += t.rusage.stime_us;
   }
   if (p.calibration) f.fault_ns = static_cast<double>(p.ticks_to_ns(p.calibration->minor_fault_ticks));
   return f;
 }
 
-// Faults inside calls: the rusage-sampled calls' faults scaled to all calls, ± 2 standard errors
-// of that mean.  Faults are rare and bunched (a call that maps a region may fault dozens of
-// times), so the estimate is often wide; only what is surely inside calls (the lower end of the
-// bound, at most the threads' faults) is taken out: the rest happened outside calls or is
-// charged as if it did, and the bound says how much of that is uncertain.
-void estimate_faults(RunSide& s, const FaultEvidence& f, uint64_t calls) {
-  const double total = static_cast<double>(f.minor_faults);
-  if (f.sampled_calls > 0) {
-    const double n = static_cast<double>(f.sampled_calls);
-    const double mean = static_cast<double>(f.sampled_faults) / n;
-    const double var = n > 1 ? std::max(0.0, (f.sampled_faults2 - n * mean * mean) / (n - 1)) : mean * mean;
-    const double scale = static_cast<double>(calls);
-    s.faults_in_calls = std::min(total, mean * scale);
-    // Never narrower than the rule of three (the 95 % bound of a count of zero events).
-    s.faults_in_calls_bound = std::max(2 * std::sqrt(var / n), 3 / n) * scale;
-  } else {
-    s.faults_in_calls_bound = total;  // no call sampled rusage: any of the faults may have been inside
-  }
-  const double surely_inside = std::clamp(s.faults_in_calls - s.faults_in_calls_bound, 0.0, total);
-  s.faults_outside = total - surely_inside;
-  s.outside_fault_ns = s.faults_outside * f.fault_ns;
-  s.outside_fault_error_ns = std::min(s.faults_outside, s.faults_in_calls - surely_inside + s.faults_in_calls_bound) *
-                             f.fault_ns;
+FaultEstimate thread_faults(const ThreadRow& t, const FaultEvidence& f) {
+  const auto it = f.thread_faults.find(t.serial);
+  if (it == f.thread_faults.end()) return {};
+  const auto st = f.sample.threads.find(t.serial);
+  return thread_faults_in_calls(st == f.sample.threads.end() ? ThreadFaultSample{} : st->second,
+                                f.thread_cells.at(t.serial), it->second);
 }
 
-// One thread, for the record: its faults and CPU time, and the point estimate of its faults
-// inside calls from its own rusage-sampled calls.
+// Faults inside calls: each thread's estimate (faults_in_calls.h), summed; their bounds added in
+// quadrature.  Faults inside calls are in the calls' time already: the rest are charged outside
+// calls, ± the bound.
+void estimate_faults(RunSide& s, const FaultEvidence& f, const CostReport& r) {
+  const double total = static_cast<double>(f.minor_faults);
+  double inside = 0, bound2 = 0, rows_faults = 0;
+  for (const auto& t : r.threads_rows) {
+    const FaultEstimate e = thread_faults(t, f);
+    inside += e.faults;
+    bound2 += e.bound * e.bound;
+    if (const auto it = f.thread_faults.find(t.serial); it != f.thread_faults.end())
+      rows_faults += static_cast<double>(it->second);
+  }
+  // Faults of threads without a row (none made a counted call) may have been inside calls too.
+  const double rest = std::max(0.0, total - rows_faults);
+  s.faults_in_calls = std::min(total, inside);
+  s.faults_in_calls_bound = std::min(total, std::sqrt(bound2) + rest);
+  s.faults_outside = total - s.faults_in_calls;
+  s.outside_fault_ns = s.faults_outside * f.fault_ns;
+  s.outside_fault_error_ns = std::min(s.faults_outside + s.faults_in_calls, s.faults_in_calls_bound) * f.fault_ns;
+}
+
+// One thread, for the record: its faults and CPU time, and the estimate of its faults inside calls.
 ThreadSide thread_side(const ThreadRow& t, const FaultEvidence& f) {
   ThreadSide ts;
   ts.serial = t.serial;
@@ -98,11 +100,7 @@ ThreadSide thread_side(const ThreadRow& t, const FaultEvidence& f) {
     ts.cpu_ns = static_cast<double>(t.rusage.utime_us + t.rusage.stime_us) * 1e3;
     ts.system_ns = static_cast<double>(t.rusage.stime_us) * 1e3;
   }
-  if (const auto it = f.by_thread.find(t.serial); it != f.by_thread.end() && it->second.first > 0) {
-    ts.faults_in_calls = std::min(static_cast<double>(ts.minor_faults),
-                                  static_cast<double>(it->second.second) / static_cast<double>(it->second.first) *
-                                      static_cast<double>(t.calls));
-  }
+  ts.faults_in_calls = thread_faults(t, f).faults;
   ts.faults_outside = static_cast<double>(ts.minor_faults) - ts.faults_in_calls;
   ts.outside_cpu_ns = std::clamp(ts.cpu_ns - (t.time_ns - t.split.wait_ns), 0.0,
                                  std::max(0.0, t.lifetime_ns - t.time_ns));
@@ -160,7 +158,7 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   s.minor_faults = f.minor_faults;
   s.system_ns = static_cast<double>(f.system_us) * 1e3;
   s.fault_ns = f.fault_ns;
-  estimate_faults(s, f, r.calls);
+  estimate_faults(s, f, r);
   // Outside calls: the threads' time less the allocator's; on the CPU there: their CPU time less
   // the allocator's running time (its time less waiting; preemption inside calls counts as
   // running, so this errs toward less CPU outside calls); off the CPU: the rest (preempted by
@@ -348,6 +346,17 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   share_fault_cost(d);
   d.faults_delta_ns = d.other.outside_fault_ns - k * d.base.outside_fault_ns;
   d.faults_error_ns = std::hypot(k * d.base.outside_fault_error_ns, d.other.outside_fault_error_ns);
+  // The run that faulted more is not charged less outside calls on estimates that cross within
+  // their bounds: the term against the sign of the runs' own counts is taken as 0 unless it
+  // exceeds its bound (an allocator that takes inside its calls the faults the other run's
+  // program took outside them does save them there).
+  const double more_faults = static_cast<double>(d.other.minor_faults) - k * static_cast<double>(d.base.minor_faults);
+  if ((more_faults > 0 && d.faults_delta_ns < 0) || (more_faults < 0 && d.faults_delta_ns > 0)) {
+    if (std::fabs(d.faults_delta_ns) <= d.faults_error_ns) {
+      d.faults_delta_ns = 0;
+      d.faults_delta_held = true;
+    }
+  }
   d.attributed_delta_ns = d.calls_delta_ns + d.faults_delta_ns;
   d.measured_delta_ns = d.other.thread_time_ns - k * d.base.thread_time_ns;
   d.attributed_error_ns = std::hypot(d.calls_error_ns, d.faults_error_ns);

@@ -46,7 +46,7 @@ struct ThreadSide {
   double cpu_ns = 0, system_ns = 0;      // rusage (user + system, system)
   double outside_cpu_ns = 0;             // cpu_ns - (allocator time - waiting), within its time outside calls
   uint64_t minor_faults = 0;
-  double faults_in_calls = 0;            // its rusage-sampled calls' faults scaled to its calls (point estimate)
+  double faults_in_calls = 0;            // its timed calls' faults scaled to its calls (faults_in_calls.h)
   double faults_outside = 0;
 };
 
@@ -64,12 +64,12 @@ struct RunSide {
   double outside_cpu_ns = 0;             // … outside allocator calls: cpu_ns - (allocator time - waiting)
   double outside_off_cpu_ns = 0;         // time outside calls off the CPU (preempted or blocked)
   uint64_t voluntary_switches = 0, involuntary_switches = 0;  // the same threads' (rusage)
-  double faults_in_calls = 0;            // estimated from rusage-sampled calls (at most minor_faults)
-  double faults_in_calls_bound = 0;      // ± 2 standard errors of that estimate
-  double faults_outside = 0;             // minor_faults less those surely inside calls
+  double faults_in_calls = 0;            // estimated from the timed calls (faults_in_calls.h; at most minor_faults)
+  double faults_in_calls_bound = 0;      // ± its bound (faults_in_calls.h)
+  double faults_outside = 0;             // minor_faults less faults_in_calls
   double fault_ns = 0;                   // calibrated cost of one minor fault
   double outside_fault_ns = 0;           // faults_outside x fault_ns
-  double outside_fault_error_ns = 0;     // ± (the faults that may have been inside calls after all)
+  double outside_fault_error_ns = 0;     // ± faults_in_calls_bound x fault_ns
   std::vector<ThreadSide> threads;
   ContentionVerdict contention;          // the side's contention verdict (contention_verdict.h)
   double wait_share = 0;
@@ -109,6 +109,7 @@ struct DiffReport {
   double calls_error_ns = 0;             // ± (2 standard errors, both runs)
   double faults_delta_ns = 0;            // page faults outside calls, OTHER - BASE (charged to the allocator)
   double faults_error_ns = 0;            // ± its bound
+  bool faults_delta_held = false;        // taken as 0: against the sign of the runs' faults, within its bound
   double unattributed_ns = 0;            // measured - attributed: outside allocator calls, not attributed
   double unattributed_on_cpu_ns = 0;     // … of it, on the CPU (the program's code: cache, TLB, kernel work)
   double unattributed_off_cpu_ns = 0;    // … off the CPU outside calls (preempted by other work, or blocked)

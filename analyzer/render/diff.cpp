@@ -241,7 +241,8 @@ std::vector<std::vector<std::string>> diff_totals(const DiffReport& d) {
                      group_digits(static_cast<uint64_t>(std::llround(d.other.faults_outside))), ""});
   totals.push_back({"page faults outside calls", format_duration_ns(d.base.outside_fault_ns),
                      format_duration_ns(d.other.outside_fault_ns),
-                     fmt::format("{} ± {}", format_signed_duration_ns(d.faults_delta_ns), format_duration_ns(d.faults_error_ns))});
+                     fmt::format("{} ± {}{}", format_signed_duration_ns(d.faults_delta_ns), format_duration_ns(d.faults_error_ns),
+                                 d.faults_delta_held ? " (held at 0)" : "")});
   totals.push_back({"attributed to the allocator", "", "", format_signed_duration_ns(d.attributed_delta_ns)});
   totals.push_back({"outside allocator calls: not attributed", "", "", format_signed_duration_ns(d.unattributed_ns)});
   totals.push_back({"  on the CPU (the program's own code)", "", "", format_signed_duration_ns(d.unattributed_on_cpu_ns)});
@@ -387,6 +388,7 @@ std::string diff_json(const DiffReport& d) {
   w.end_object();
   w.field("calls_delta_ns", json_signed_ns(d.calls_delta_ns)).field("calls_error_ns", json_signed_ns(d.calls_error_ns));
   w.field("faults_delta_ns", json_signed_ns(d.faults_delta_ns)).field("faults_error_ns", json_signed_ns(d.faults_error_ns));
+  w.field("faults_delta_held", d.faults_delta_held);
   w.field("unattributed_ns", json_signed_ns(d.unattributed_ns));
   w.field("unattributed_on_cpu_ns", json_signed_ns(d.unattributed_on_cpu_ns));
   w.field("unattributed_off_cpu_ns", json_signed_ns(d.unattributed_off_cpu_ns));

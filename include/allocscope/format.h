@@ -134,6 +134,12 @@ constexpr uint64_t kModePeerProbes = 1u << 9;
 // Now and then (kHoldGapNs) a turn outside the windows holds the threads inside allocator calls
 // where they are for kHoldNs, and times the observer's own call meanwhile (PeerWait with kPeerHold).
 constexpr uint64_t kModeHolds = 1u << 10;
+// Slow timed calls also carry the minor faults taken inside them (kEvFaults), read as their
+// switches are, against a reading the thread took when it could not have faulted since: the gap
+// before the call and every unread call since were shorter than fault_free_ticks below.
+// Without the flag (profiles written before, traces, count-only), only the rusage probe's calls
+// say how many faults were taken inside calls.
+constexpr uint64_t kModeFaults = 1u << 11;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -228,6 +234,16 @@ constexpr uint16_t kEvSwitches = 1u << 3;
 // The shortest call that gets kEvSwitches: a thread that slept, or waited for a CPU, was away at
 // least this long, so a shorter gap between two calls cannot hold a switch.
 constexpr uint64_t kSwitchSlowNs = 2000;
+// minflt (only, besides nvcsw and nivcsw with kEvSwitches) is valid: the minor faults a slow call
+// took, read after it against a reading the thread took when it could not have faulted since.
+constexpr uint16_t kEvFaults = 1u << 4;
+// With kModeFaults: a timed call, or a gap between two, shorter than this cannot hold a page
+// fault — half the calibrated cost of one (Calibration::minor_fault_ticks), and never more than
+// the switches' threshold, after which the shim reads the thread's counts anyway.  0: the
+// calibration has no fault cost, and no call gets kEvFaults.
+constexpr uint64_t fault_free_ticks(uint64_t minor_fault_ticks, uint64_t switch_ticks) {
+  return minor_fault_ticks / 2 < switch_ticks ? minor_fault_ticks / 2 : switch_ticks;
+}
 // One timed call.  When kEvRusage is set, the thread's rusage was read right before and after
 // the call: cpu_us = (utime+stime) delta, and the voluntary/involuntary context switches and
 // minor faults during the call (each saturated at its field's maximum).

@@ -1,0 +1,103 @@
+// faults_in_calls.cpp — see faults_in_calls.h.
+#include "model/faults_in_calls.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "allocscope/format.h"
+
+namespace allocscope {
+
+FaultSample::FaultSample(const std::optional<format::Calibration>& c) {
+  if (c && (c->mode_flags & format::kModeFaults)) {
+    fault_reads = true;
+    short_ticks = format::fault_free_ticks(c->minor_fault_ticks, c->tick_hz * format::kSwitchSlowNs / 1000000000);
+  }
+}
+
+void FaultSample::add(const format::EventsHeader& header, std::span<const format::Event> events) {
+  ThreadFaultSample& thread = threads[header.thread_serial];
+  for (const auto& e : events) {
+    const bool known = (e.flags & format::kEvRusage) || (fault_reads && (e.flags & format::kEvFaults));
+    if (!fault_reads && !known) continue;  // without fault reads, the rusage probe's calls alone
+    CellFaultSample& c = thread[CellKey{e.op, e.bucket}];
+    c.timed++;
+    const bool slow = !fault_reads || e.duration_ticks >= short_ticks;
+    if (known) {
+      c.read++;
+      c.faults_read += e.minflt;
+      c.faults_read2 += static_cast<double>(e.minflt) * static_cast<double>(e.minflt);
+      if (slow) {
+        c.slow_read++;
+        c.slow_faults += e.minflt;
+      }
+    } else if (slow) {
+      c.slow_unread++;
+    } else {
+      c.read++;  // too short to fault: known to have taken none
+    }
+  }
+}
+
+FaultEstimate thread_faults_in_calls(const ThreadFaultSample& sample, const CellMap& cells, uint64_t faults) {
+  const double total = static_cast<double>(faults);
+  // The thread's own rates: for cells whose slow calls were none read, or no call at all.
+  // And each operation's, for its calls counted without a size (untimed releases: kBucketUnknown).
+  const auto add = [](CellFaultSample& to, const CellFaultSample& c) {
+    to.timed += c.timed;
+    to.read += c.read;
+    to.faults_read += c.faults_read;
+    to.faults_read2 += c.faults_read2;
+    to.slow_read += c.slow_read;
+    to.slow_unread += c.slow_unread;
+    to.slow_faults += c.slow_faults;
+  };
+  CellFaultSample all;
+  std::map<uint8_t, CellFaultSample> by_op;
+  for (const auto& [key, c] : sample) {
+    add(all, c);
+    add(by_op[key.op], c);
+  }
+  if (all.read == 0) return {0, total};  // nothing read: any of them may have been inside
+  const auto per_slow = [&](const CellFaultSample& c) {
+    if (c.slow_read > 0) return static_cast<double>(c.slow_faults) / static_cast<double>(c.slow_read);
+    return all.slow_read > 0 ? static_cast<double>(all.slow_faults) / static_cast<double>(all.slow_read) : 0.0;
+  };
+  const auto mean_of = [&](const CellFaultSample& c) {
+    return (static_cast<double>(c.faults_read) + static_cast<double>(c.slow_unread) * per_slow(c)) /
+           static_cast<double>(c.timed);
+  };
+  const double thread_mean = mean_of(all);
+  double estimate = 0, variance = 0, floor = 0, unsampled = 0;
+  for (const auto& [key, cell] : cells) {
+    const double calls = static_cast<double>(cell.counters.calls);
+    if (calls <= 0) continue;
+    const CellFaultSample* found = nullptr;
+    if (key.bucket == kBucketUnknown) {
+      if (const auto it = by_op.find(key.op); it != by_op.end()) found = &it->second;
+    } else if (const auto it = sample.find(key); it != sample.end()) {
+      found = &it->second;
+    }
+    if (!found || found->read == 0) {
+      estimate += thread_mean * calls;
+      unsampled += calls;
+      continue;
+    }
+    const CellFaultSample& c = *found;
+    const double n = static_cast<double>(c.read);
+    const double m = static_cast<double>(c.faults_read) / n;
+    const double var = n > 1 ? std::max(0.0, (c.faults_read2 - n * m * m) / (n - 1)) : m * m;
+    estimate += mean_of(c) * calls;
+    variance += calls * calls * var / n;
+    floor += calls;
+  }
+  const double per_read = 3 / static_cast<double>(all.read);  // the rule of three, per call
+  FaultEstimate e;
+  e.faults = std::min(total, estimate);
+  e.bound = std::min(total, std::max(2 * std::sqrt(variance), per_read * floor) + per_read * unsampled);
+  // Slow calls unread and none read: nothing says how often they faulted.
+  if (all.slow_unread > 0 && all.slow_read == 0) e.bound = total;
+  return e;
+}
+
+}  // namespace allocscope
