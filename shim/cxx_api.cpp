@@ -160,6 +160,7 @@ void call_unwound(Op o, uint64_t size) {
     s->h.inside_since.store(0, std::memory_order_relaxed);  // the timed call, if it was one, is over
   }
   t.cpu_sampled = 0;
+  t.flt_valid = 0;  // the call's faults are not known
   drop_probe();  // a look that this call was to probe is kept without it
   set_gate(t, 1, 0);  // decide on timing at the next call
 }

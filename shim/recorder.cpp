@@ -179,12 +179,15 @@ void note_switches(ThreadCtx& t, format::Event& e, uint64_t t0, uint64_t t1, con
   if (gap == 0) return;
   const bool good = t.sw_valid && t0 >= t.sw_end && t0 - t.sw_end < gap;
   const bool slow = t1 - t0 >= gap;
-  // The fault reading is good where the gap since it was too short to fault, and so was every
-  // call since that was not read (format.h kModeFaults).
+  // The fault reading is good where the call began right after it, within fault_ticks (the call
+  // start reads one where needed: maybe_sample_cpu), and every call since was too short to fault.
   const uint64_t fgap = g_sampling.fault_ticks;
-  const bool flt_good = good && t.flt_valid && t0 - t.sw_end < fgap;
-  if (good && !slow && !read) {
+  const bool flt_good = t.flt_valid && t0 >= t.flt_end && t0 - t.flt_end < fgap;
+  if (fgap && !slow && !read) {
     if (!flt_good || t1 - t0 >= fgap) t.flt_valid = 0;
+    t.flt_end = t1;
+  }
+  if (good && !slow && !read) {
     t.sw_end = t1;
     return;
   }
@@ -208,8 +211,11 @@ void note_switches(ThreadCtx& t, format::Event& e, uint64_t t0, uint64_t t1, con
     e.flags |= format::kEvFaults;
     e.minflt = saturate16(read->minflt - t.flt_minflt);
   }
-  t.flt_valid = fgap != 0;
-  t.flt_minflt = read->minflt;
+  if (fgap) {
+    t.flt_valid = 1;
+    t.flt_minflt = read->minflt;
+    t.flt_end = t1;
+  }
   t.sw_valid = 1;
   t.sw_nvcsw = read->nvcsw;
   t.sw_nivcsw = read->nivcsw;
@@ -223,7 +229,23 @@ uint64_t maybe_sample_cpu(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
     t.cpu_countdown = c.cpu_sample_every;
     t.cpu_sampled = 1;
     read_thread_rusage(t.ru0);
-    return ticks();  // the call starts after the probe
+    if (c.fault_ticks) {
+      t.flt_valid = t.ru0.minflt != ~uint64_t{0};
+      t.flt_minflt = t.ru0.minflt;
+    }
+    const uint64_t t0 = ticks();  // the call starts after the probe
+    t.flt_end = t0;
+    return t0;
+  }
+  // A timed call after a gap that could hold a fault reads the thread's faults first, so that a
+  // slow call's are known (note_switches); at most one read per fault_ticks of the thread's time.
+  if (c.fault_ticks && !(t.flt_valid && now >= t.flt_end && now - t.flt_end < c.fault_ticks)) {
+    format::Rusage ru;
+    read_thread_rusage(ru);
+    t.flt_valid = ru.minflt != ~uint64_t{0};
+    t.flt_minflt = ru.minflt;
+    now = ticks();
+    t.flt_end = now;
   }
   return now;  // one clock read serves both the decision and the start (it costs ~12 ns here)
 }

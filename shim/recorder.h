@@ -51,9 +51,10 @@ struct alignas(64) ThreadCtx {
   uint64_t sw_nvcsw, sw_nivcsw;
   uint64_t sw_end;        // the tick they stand for
   uint32_t sw_valid;
-  // Its minor faults then, good while neither the calls since nor the gaps between them could
-  // hold a fault (format.h kModeFaults).
+  // Its minor faults as of flt_end, good while neither the calls since nor the gaps between them
+  // could hold a fault (format.h kModeFaults).
   uint64_t flt_minflt;
+  uint64_t flt_end;
   uint32_t flt_valid;
   uint64_t next_look;     // the thread looks at other threads again from this tick (peer_waits.h)
   // A look outside the windows whose observer's own call is being timed (peer_waits.h probes):

@@ -55,6 +55,7 @@ enum class CoverageGap : uint8_t {
   NoAttribution,          // this row has no attribution
   SameThreadTime,         // the two median runs take the same thread time within 2 %: no gap
   WithinSpread,           // the median walls differ by no more than either row's runs do among themselves
+  Exceeds,                // diff: the allocator's change exceeds the whole gap by more than its bound
   OffCpu,                 // most of the gap is time off the CPU outside calls (diff: DiffVerdict::OffCpu)
   Unsure,                 // the allocator's part is unsure (diff: attributed_unsure): no share is claimed
   Failed,                 // the diff failed: coverage_failure

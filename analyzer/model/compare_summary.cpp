@@ -134,12 +134,14 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
       row.wall_coverage.reset();
       row.explained.reset();
       row.coverage_gap = CoverageGap::WithinSpread;
-    } else if (diff.verdict == DiffVerdict::OffCpu || diff.verdict == DiffVerdict::Unsure) {
+    } else if (!diff.claims_share()) {
       // No share of the gap where diff claims none (one verdict, every view).
       row.coverage.reset();
       row.wall_coverage.reset();
       row.explained.reset();
-      row.coverage_gap = diff.verdict == DiffVerdict::OffCpu ? CoverageGap::OffCpu : CoverageGap::Unsure;
+      row.coverage_gap = diff.verdict == DiffVerdict::OffCpu    ? CoverageGap::OffCpu
+                         : diff.verdict == DiffVerdict::Exceeds ? CoverageGap::Exceeds
+                                                                : CoverageGap::Unsure;
     }
   } catch (const std::exception& error) {
     row.coverage_gap = CoverageGap::Failed;

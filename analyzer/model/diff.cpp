@@ -35,11 +35,12 @@ struct FaultEvidence {
   double fault_ns = 0;
   std::map<uint32_t, uint64_t> thread_faults;  // serial -> minor faults (rusage)
   std::map<uint32_t, CellMap> thread_cells;    // serial -> its calls per (operation, size bucket)
-  FaultSample sample{std::nullopt};
+  FaultSample sample;
 };
 
 FaultEvidence fault_evidence(const std::filesystem::path& path) {
-  FaultEvidence f{.sample = FaultSample(read_calibration(path))};
+  FaultEvidence f;
+  f.sample = FaultSample(read_calibration(path));
   LoadOptions options;
   options.on_events = [&](const format::EventsHeader& header, std::span<const format::Event> events) {
     f.sample.add(header, events);
@@ -385,9 +386,15 @@ DiffReport diff_reports(const CostReport& rb, const CostReport& ro) {
   // Nor on a gap that is mostly time off the CPU outside calls (preemption by other work, or
   // sleeps the windows did not see): the machine's doing as much as the allocator's.
   const bool off_cpu = std::fabs(d.unattributed_off_cpu_ns) > 0.5 * std::fabs(d.measured_delta_ns);
+  // Nor where the allocator's change exceeds the gap by more than its bound: a share over 100 %
+  // says the runs differ outside the allocator as well, by how much is not known.
+  const bool exceeds = d.measured_delta_ns > 0
+                           ? d.attributed_delta_ns - d.measured_delta_ns > d.attributed_error_ns
+                           : d.measured_delta_ns - d.attributed_delta_ns > d.attributed_error_ns;
   d.verdict = same_thread_time(d) || !d.coverage ? DiffVerdict::NoGap
               : off_cpu                        ? DiffVerdict::OffCpu
               : d.attributed_unsure            ? DiffVerdict::Unsure
+              : exceeds                        ? DiffVerdict::Exceeds
                                                : DiffVerdict::Part;
   attribute_to_shapes(d, rb, ro);
   return d;

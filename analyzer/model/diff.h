@@ -95,7 +95,9 @@ struct WorkComparison {
 // NoGap: the runs take the same thread time (or there is nothing to compare); OffCpu: most of the
 // gap is time off the CPU outside allocator calls (the machine's doing as much as the allocator's):
 // no share of it is claimed; Unsure: the allocator's part is unsure; Part: a share is claimed.
-enum class DiffVerdict : uint8_t { NoGap, OffCpu, Unsure, Part };
+// Exceeds: the allocator's change exceeds the whole gap by more than its bound (the runs differ
+// outside the allocator too: the program's own code got faster, or other work slowed one run).
+enum class DiffVerdict : uint8_t { NoGap, OffCpu, Unsure, Exceeds, Part };
 
 // Which of the two profiles was not recorded with --trace (shapes need both).
 enum class MissingTrace : uint8_t { None, Both, Base, Other };

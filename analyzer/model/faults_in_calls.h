@@ -44,7 +44,7 @@ using ThreadFaultSample = std::map<CellKey, CellFaultSample>;
 
 // Fed a profile's events (profile.h LoadOptions::on_events), in any order.
 struct FaultSample {
-  explicit FaultSample(const std::optional<format::Calibration>& calibration);
+  explicit FaultSample(const std::optional<format::Calibration>& calibration = std::nullopt);
   void add(const format::EventsHeader& header, std::span<const format::Event> events);
 
   bool fault_reads = false;                       // kModeFaults: slow calls carry their faults

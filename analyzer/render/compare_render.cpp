@@ -125,6 +125,9 @@ std::string compare_coverage_reason(const CompareRow& row) {
     case CoverageGap::Unsure:
       return "the allocator's part of the gap is unsure (a bound over half of it): no share is claimed (record longer, "
              "or with a smaller --sample)";
+    case CoverageGap::Exceeds:
+      return "the allocator's change exceeds the whole gap by more than its bound: the runs differ outside the "
+             "allocator too, and no share is claimed (`allocscope diff` of the two profiles says more)";
     case CoverageGap::Failed: return row.coverage_failure;
   }
   return "";

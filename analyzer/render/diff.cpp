@@ -43,7 +43,8 @@ const char* diff_verdict_name(const DiffReport& d) {
   switch (d.verdict) {
     case DiffVerdict::NoGap: return "none";
     case DiffVerdict::OffCpu:
-    case DiffVerdict::Unsure: return "unsure";
+    case DiffVerdict::Unsure:
+    case DiffVerdict::Exceeds: return "unsure";
     case DiffVerdict::Part: return largest_part_clear(d) ? diff_part_name(largest_part(d).kind) : "unsure";
   }
   return "none";
@@ -148,6 +149,16 @@ std::string diff_verdict_text(const DiffReport& d) {
     return text + fmt::format(". The allocator's part is unsure ({} ± {}: a bound over half of it); no share of the "
                               "gap is claimed. Record longer, or time more calls with a smaller --sample.",
                               format_signed_duration_ns(d.attributed_delta_ns), format_duration_ns(d.calls_error_ns)) +
+           lock_sentence(d);
+  }
+  if (d.verdict == DiffVerdict::Exceeds) {
+    return text + fmt::format(". The allocator's change ({} ± {}) exceeds the whole gap by more than its bound: the "
+                              "runs differ outside the allocator too — the program's own code got {}, or other work "
+                              "slowed one run (off the CPU outside calls: BASE {}, OTHER {}). No share of the gap is "
+                              "claimed; rerun both on a quieter machine.",
+                              format_signed_duration_ns(d.attributed_delta_ns), format_duration_ns(d.attributed_error_ns),
+                              slower ? "faster" : "slower", format_duration_ns(d.base.outside_off_cpu_ns),
+                              format_duration_ns(d.other.outside_off_cpu_ns)) +
            lock_sentence(d);
   }
   const double c = *d.coverage;
