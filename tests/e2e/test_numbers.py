@@ -6,6 +6,7 @@ different work").  Each test checks the claims of one run.
 """
 import json
 import os
+import re
 import subprocess
 import unittest
 
@@ -228,7 +229,12 @@ class FaultTerm(DiffCase):
         # One cost per fault for both runs: the run with more faults outside calls is charged more.
         self.assertEqual(d["base"]["minor_fault_ns"], d["other"]["minor_fault_ns"])
         more = d["other"]["faults_outside"] - d["base"]["faults_outside"]
-        if more > 0:
+        if d["faults_delta_held"]:
+            # Against the sign of the runs' own faults, within its bound: taken as 0.
+            self.assertEqual(d["faults_delta_ns"], 0, d)
+            self.assertLess(more * (d["other"]["minor_faults"] - d["base"]["minor_faults"]), 0, d)
+            self.assertLessEqual(abs(more) * d["base"]["minor_fault_ns"], d["faults_error_ns"] + 2, d)
+        elif more > 0:
             self.assertGreater(d["faults_delta_ns"], 0, d)
         elif more < 0:
             self.assertLess(d["faults_delta_ns"], 0, d)
@@ -244,6 +250,29 @@ class FaultTerm(DiffCase):
         elif d["coverage"] is not None and not d["attributed_unsure"] and d["coverage"] < 0.85:
             self.assertIn("not attributed", d["verdict"]["text"])
             self.assertIn("cache and TLB", d["verdict"]["text"])
+
+    def test_faults_inside_calls_agree_with_the_programs_own_count(self):
+        # faulter counts the minor faults its own allocator calls took (getrusage around each
+        # call) while the heap grows and shrinks; the estimate from the timed calls at the default
+        # sampling must hold that count within its bound, under allocators that fault inside
+        # their calls a lot (glibc's and musl's malloc here) and little (jemalloc, tcmalloc).
+        for name, argv0, allocator, informative in (("glibc", "faulter-glibc", None, True),
+                                                    ("musl", "faulter-musl", None, True),
+                                                    ("jemalloc", "faulter-glibc", "jemalloc", False),
+                                                    ("tcmalloc", "faulter-glibc", "tcmalloc", False)):
+            with self.subTest(allocator=name):
+                run = self.record([target(argv0), "60", "64", "64"], allocator=allocator, out=f"{name}.asp")
+                self.assertEqual(run.rc, 0, run.stderr)
+                m = re.search(r"faulter: (\d+) faults inside calls, (\d+) in all", run.stdout)
+                self.assertIsNotNone(m, run.stdout)
+                truth, total = int(m.group(1)), int(m.group(2))
+                side = json_of("diff", "--json", run.profiles[0], run.profiles[0])["base"]
+                estimate, bound = side["faults_in_calls"], side["faults_in_calls_bound"]
+                self.assertGreaterEqual(side["minor_faults"], total, side)
+                self.assertLessEqual(abs(estimate - truth), bound, (truth, side))
+                # The bound says something: at most half of the count where the calls fault a lot,
+                # at most half of all the thread's faults where they fault little.
+                self.assertLessEqual(bound, 0.5 * (truth if informative else total), (truth, total, side))
 
 
 if __name__ == "__main__":
