@@ -207,8 +207,8 @@ void note_switches(ThreadCtx& t, format::Event& e, uint64_t t0, uint64_t t1, con
     e.nvcsw = saturate8(read->nvcsw - t.sw_nvcsw);
     e.nivcsw = saturate8(read->nivcsw - t.sw_nivcsw);
   }
-  if (flt_good && slow && read->minflt >= t.flt_minflt && !(e.flags & format::kEvRusage)) {
-    e.flags |= format::kEvFaults;
+  if (slow && t.flt_valid && read->minflt >= t.flt_minflt && !(e.flags & format::kEvRusage)) {
+    e.flags |= flt_good ? format::kEvFaults : format::kEvFaultsAtMost;
     e.minflt = saturate16(read->minflt - t.flt_minflt);
   }
   if (fgap) {

@@ -33,8 +33,9 @@ void FaultSample::add(const format::EventsHeader& header, std::span<const format
       }
     } else if (slow) {
       c.slow_unread++;
-      // A fault costs at least twice short_ticks: at most this many fit in the call.
-      c.unread_most += fault_reads ? e.duration_ticks / (2 * short_ticks) + 1 : 1;
+      // Those since a reading before the call, where the shim has them (kEvFaultsAtMost); else as
+      // many as fit in the call, a fault costing at least twice short_ticks.
+      c.unread_most += (e.flags & format::kEvFaultsAtMost) ? e.minflt : e.duration_ticks / (2 * short_ticks) + 1;
     } else {
       c.read++;  // too short to fault: known to have taken none
     }

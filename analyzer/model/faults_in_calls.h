@@ -16,7 +16,8 @@
 // in bursts over neighbouring calls that the variance does not see), never less than the
 // rule of three (3 / calls read × calls: the 95 % bound of a count of zero events), plus the calls
 // of cells without a call read at the rule of three, plus, scaled like them, the most faults the
-// unread slow calls can have taken (a fault costs at least 2 × fault_free_ticks); at most the
+// unread slow calls can have taken (the faults since a reading before the call, kEvFaultsAtMost,
+// where the shim has them; else as many as fit, a fault costing at least 2 × fault_free_ticks); at most the
 // thread's faults.  A thread with no call read has a bound of all its faults.  The run's estimate is the threads' sum, its bound
 // their bounds added in quadrature.  Without kModeFaults (older profiles, traces, count-only),
 // only the rusage probe's calls are read, a far smaller sample.
@@ -40,7 +41,7 @@ struct CellFaultSample {
   uint64_t slow_read = 0;    // of the calls long enough to fault, those read ...
   uint64_t slow_unread = 0;  // ... and those not
   uint64_t slow_faults = 0;  // the read slow calls' faults
-  uint64_t unread_most = 0;  // the most faults the unread slow calls can have taken (their lengths)
+  uint64_t unread_most = 0;  // the most faults the unread slow calls can have taken
 };
 
 using ThreadFaultSample = std::map<CellKey, CellFaultSample>;

@@ -237,6 +237,9 @@ constexpr uint64_t kSwitchSlowNs = 2000;
 // minflt (only, besides nvcsw and nivcsw with kEvSwitches) is valid: the minor faults a slow call
 // took, read after it against a reading the thread took when it could not have faulted since.
 constexpr uint16_t kEvFaults = 1u << 4;
+// minflt (only) is the most faults a slow call took: those since a reading the thread took before
+// the call, but longer before it than kEvFaults needs (the call's faults are among them).
+constexpr uint16_t kEvFaultsAtMost = 1u << 5;
 // With kModeFaults: a timed call, or a gap between two, shorter than this cannot hold a page
 // fault — half the calibrated cost of one (Calibration::minor_fault_ticks), and never more than
 // the switches' threshold, after which the shim reads the thread's counts anyway.  0: the

@@ -117,6 +117,20 @@ TEST(FaultsInCalls, AnUnreadSlowCallWidensTheBoundByWhatItsLengthAllows) {
   EXPECT_NEAR(e.bound, 3.0 / 99 * 1000 + 11 * 10, 1e-6);  // the rule of three, and 11 faults × 10 calls
 }
 
+TEST(FaultsInCalls, AnUnreadSlowCallWithAnEarlierReadingIsBoundedByItsFaultsSince) {
+  // The same slow call, its reading taken too long before it: the faults since then (here none,
+  // a preemption) bound it, not its length.
+  FaultSample s(calibration(format::kModeFaults));
+  std::vector<format::Event> events(99, timed(kMalloc, 10, 300));
+  events.push_back(timed(kMalloc, 10, 4000000, format::kEvFaultsAtMost, 0));
+  feed(s, 1, events);
+  const CellFaultSample& c = s.threads.at(1).at(CellKey{kMalloc, 10});
+  EXPECT_EQ(c.slow_unread, 1u);
+  EXPECT_EQ(c.unread_most, 0u);
+  const FaultEstimate e = thread_faults_in_calls(s.threads.at(1), cells({{CellKey{kMalloc, 10}, 1000}}), 5000);
+  EXPECT_NEAR(e.bound, 3.0 / 99 * 1000, 1e-6);
+}
+
 TEST(FaultsInCalls, NeverMoreThanTheThreadsFaultsAndNeverAZeroBound) {
   FaultSample s(calibration(format::kModeFaults));
   std::vector<format::Event> events(1000, timed(kMalloc, 10, 300));  // all short: no fault seen
