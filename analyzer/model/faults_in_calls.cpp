@@ -33,9 +33,10 @@ void FaultSample::add(const format::EventsHeader& header, std::span<const format
       }
     } else if (slow) {
       c.slow_unread++;
-      // Those since a reading before the call, where the shim has them (kEvFaultsAtMost); else as
-      // many as fit in the call, a fault costing at least twice short_ticks.
-      c.unread_most += (e.flags & format::kEvFaultsAtMost) ? e.minflt : e.duration_ticks / (2 * short_ticks) + 1;
+      // As many as fit in the call, a fault costing at least twice short_ticks; at most those
+      // since a reading before the call, where the shim has them (kEvFaultsAtMost).
+      const uint64_t fit = e.duration_ticks / (2 * short_ticks) + 1;
+      c.unread_most += (e.flags & format::kEvFaultsAtMost) ? std::min<uint64_t>(e.minflt, fit) : fit;
     } else {
       c.read++;  // too short to fault: known to have taken none
     }

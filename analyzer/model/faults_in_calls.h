@@ -16,8 +16,9 @@
 // in bursts over neighbouring calls that the variance does not see), never less than the
 // rule of three (3 / calls read × calls: the 95 % bound of a count of zero events), plus the calls
 // of cells without a call read at the rule of three, plus, scaled like them, the most faults the
-// unread slow calls can have taken (the faults since a reading before the call, kEvFaultsAtMost,
-// where the shim has them; else as many as fit, a fault costing at least 2 × fault_free_ticks); at most the
+// unread slow calls can have taken (as many as fit in them, a fault costing at least
+// 2 × fault_free_ticks, and no more than the faults since a reading before the call where the
+// shim has them: kEvFaultsAtMost); at most the
 // thread's faults.  A thread with no call read has a bound of all its faults.  The run's estimate is the threads' sum, its bound
 // their bounds added in quadrature.  Without kModeFaults (older profiles, traces, count-only),
 // only the rusage probe's calls are read, a far smaller sample.
