@@ -393,6 +393,7 @@ std::string diff_json(const DiffReport& d) {
   w.field("coverage", json_fraction(d.coverage));
   w.field("attributed_unsure", d.attributed_unsure);
   w.field("gap_off_cpu", d.verdict == DiffVerdict::OffCpu);
+  w.field("attributed_exceeds_gap", d.verdict == DiffVerdict::Exceeds);
   w.key("work").begin_object();
   w.field("calls_base", d.work.calls_base).field("calls_other", d.work.calls_other).field("ratio", d.work.ratio);
   w.field("per_call", d.work.per_call).field("reason", work_reason(d.work));

@@ -5,12 +5,15 @@ Definitions: docs/analysis.md ("One estimate, many views", "Error bounds", "Runs
 different work").  Each test checks the claims of one run.
 """
 import json
+import math
 import os
 import re
 import subprocess
 import unittest
 
 from allocscope_e2e import CLI, E2ETestCase, target
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_cli(*args, timeout=600):
@@ -273,6 +276,40 @@ class FaultTerm(DiffCase):
                 # The bound says something: at most half of the count where the calls fault a lot,
                 # at most half of all the thread's faults where they fault little.
                 self.assertLessEqual(bound, 0.5 * (truth if informative else total), (truth, total, side))
+
+
+class PreloadedAllocator(DiffCase):
+    """The same binary under glibc's malloc and with musl's mallocng preloaded: only the allocator
+    differs, so the whole gap is its doing (docs/analysis.md, "Outside the calls")."""
+
+    def test_the_allocator_covers_the_gap_or_no_share_is_claimed(self):
+        proc = subprocess.run([os.path.join(REPO, "bench", "workloads", "mallocng", "setup"), "--smoke"],
+                              capture_output=True, text=True)
+        lib = dict(re.findall(r"^([A-Z_]+)=(\S+)$", proc.stdout, re.M)).get("LIBMALLOCNG")
+        if proc.returncode != 0 or "cached: yes" not in proc.stdout or not lib:
+            self.skipTest("libmallocng.so is not built (bench/workloads/mallocng/setup)")
+        argv = [target("harness-glibc"), "8", "100000"]
+        a = self.record(argv, out="glibc.asp")
+        b = self.record(argv, allocator=lib, out="mallocng.asp")
+        self.assertEqual((a.rc, b.rc), (0, 0), a.stderr + b.stderr)
+        d = json_of("diff", "--json", a.profiles[0], b.profiles[0])
+        self.assertGreater(d["measured_delta_ns"], 0, d)
+        text = d["verdict"]["text"]
+        claims = not (d["attributed_unsure"] or d["gap_off_cpu"] or d["attributed_exceeds_gap"])
+        if claims:
+            # The allocator is all of the gap: at least 85 %, and not beyond 100 % by more than its bound.
+            self.assertGreaterEqual(d["coverage"], 0.85, text)
+            self.assertIn("accounts for", text)
+        else:
+            self.assertNotIn("accounts for", text)
+            self.assertRegex(text, "no share of the gap is claimed|No share of the gap is claimed|"
+                                   "the machine was busy|queue for the CPUs|time every call")
+        if d["attributed_exceeds_gap"]:
+            bound = math.hypot(d["calls_error_ns"], d["faults_error_ns"])
+            self.assertGreater(d["attributed_delta_ns"] - d["measured_delta_ns"], bound, d)
+        # mallocng unmaps and maps again: it faults more, and is not charged less for it.
+        self.assertGreater(d["other"]["minor_faults"], d["base"]["minor_faults"], d)
+        self.assertGreaterEqual(d["faults_delta_ns"], 0, d)
 
 
 if __name__ == "__main__":
