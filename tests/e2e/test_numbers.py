@@ -269,6 +269,7 @@ class FaultTerm(DiffCase):
                 m = re.search(r"faulter: (\d+) faults inside calls, (\d+) in all", run.stdout)
                 self.assertIsNotNone(m, run.stdout)
                 truth, total = int(m.group(1)), int(m.group(2))
+                self.assertTrue(self.dump(run.profiles[0])["calibration"]["fault_reads"])
                 side = json_of("diff", "--json", run.profiles[0], run.profiles[0])["base"]
                 estimate, bound = side["faults_in_calls"], side["faults_in_calls_bound"]
                 self.assertGreaterEqual(side["minor_faults"], total, side)
