@@ -122,10 +122,10 @@ void configure_sampling(const format::Calibration& c) {
   // here), at most one per 2 µs of timed time (12 % of it at worst, when every call is slow or
   // follows a gap; 0.2 % of the run with the default windows; measured 0.04-0.06 %: docs/analysis.md);
   // not in trace mode, whose records have no room for them.
-  s.switch_ticks = !g_trace && s.sample_every >= 1 ? c.tick_hz * format::kSwitchSlowNs / 1000000000 : 0;
+  s.switch_ticks = !g_trace && s.sample_every >= 1 ? format::switch_slow_ticks(c.tick_hz) : 0;
   // The same readings give the faults taken inside those slow calls (kEvFaults), where the calls
   // and gaps since the last reading were too short to fault: no system call more.
-  s.fault_ticks = s.switch_ticks ? format::fault_free_ticks(c.minor_fault_ticks, s.switch_ticks) : 0;
+  s.fault_ticks = s.switch_ticks ? format::fault_free_ticks(c) : 0;
   // Where threads inside long calls wait (peer_waits.h): a look costs a few microseconds (three
   // system calls) and is taken at most once per kPeerLookGapNs of a thread's timed time, and only
   // when another thread has been inside a timed call for 2 µs.  Off with ALLOCSCOPE_PEERS=0.

@@ -167,6 +167,14 @@ uint32_t next_check_interval(ThreadCtx& t, uint64_t now, const SamplingConfig& c
 
 namespace {
 
+// The thread's faults as of `tick` (format.h kModeFaults): a reading the next slow call's faults
+// are counted against; none where getrusage failed.
+void fault_reading(ThreadCtx& t, const format::Rusage& ru, uint64_t tick) {
+  t.flt_valid = ru.minflt != ~uint64_t{0};
+  t.flt_minflt = ru.minflt;
+  t.flt_end = tick;
+}
+
 // The context switches of a slow timed call (format.h kEvSwitches), without a read before it:
 // the thread's switch counts are read after every slow call and after every call that follows a
 // gap longer than switch_ticks, and the reading stays good while the thread's timed calls follow
@@ -211,11 +219,7 @@ void note_switches(ThreadCtx& t, format::Event& e, uint64_t t0, uint64_t t1, con
     e.flags |= flt_good ? format::kEvFaults : format::kEvFaultsAtMost;
     e.minflt = saturate16(read->minflt - t.flt_minflt);
   }
-  if (fgap) {
-    t.flt_valid = 1;
-    t.flt_minflt = read->minflt;
-    t.flt_end = t1;
-  }
+  if (fgap) fault_reading(t, *read, t1);
   t.sw_valid = 1;
   t.sw_nvcsw = read->nvcsw;
   t.sw_nivcsw = read->nivcsw;
@@ -229,12 +233,8 @@ uint64_t maybe_sample_cpu(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
     t.cpu_countdown = c.cpu_sample_every;
     t.cpu_sampled = 1;
     read_thread_rusage(t.ru0);
-    if (c.fault_ticks) {
-      t.flt_valid = t.ru0.minflt != ~uint64_t{0};
-      t.flt_minflt = t.ru0.minflt;
-    }
     const uint64_t t0 = ticks();  // the call starts after the probe
-    t.flt_end = t0;
+    if (c.fault_ticks) fault_reading(t, t.ru0, t0);
     return t0;
   }
   // A timed call after a gap that could hold a fault reads the thread's faults first, so that a
@@ -242,10 +242,8 @@ uint64_t maybe_sample_cpu(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
   if (c.fault_ticks && !(t.flt_valid && now >= t.flt_end && now - t.flt_end < c.fault_ticks)) {
     format::Rusage ru;
     read_thread_rusage(ru);
-    t.flt_valid = ru.minflt != ~uint64_t{0};
-    t.flt_minflt = ru.minflt;
     now = ticks();
-    t.flt_end = now;
+    fault_reading(t, ru, now);
   }
   return now;  // one clock read serves both the decision and the start (it costs ~12 ns here)
 }

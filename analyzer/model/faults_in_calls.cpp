@@ -11,7 +11,7 @@ namespace allocscope {
 FaultSample::FaultSample(const std::optional<format::Calibration>& c) {
   if (c && (c->mode_flags & format::kModeFaults)) {
     fault_reads = true;
-    short_ticks = format::fault_free_ticks(c->minor_fault_ticks, c->tick_hz * format::kSwitchSlowNs / 1000000000);
+    short_ticks = format::fault_free_ticks(*c);
   }
 }
 
@@ -46,7 +46,9 @@ void FaultSample::add(const format::EventsHeader& header, std::span<const format
 FaultEstimate thread_faults_in_calls(const ThreadFaultSample& sample, const CellMap& cells, uint64_t faults) {
   const double total = static_cast<double>(faults);
   // The thread's own rates: for cells whose slow calls were none read, or no call at all.
-  // And each operation's, for its calls counted without a size (untimed releases: kBucketUnknown).
+  // And each operation's, for its calls counted without a size (untimed releases: kBucketUnknown):
+  // its pooled mean × those calls, which is what the cost model's apportioning in proportion to the
+  // timed calls per class (cost_cells.cpp) comes to for a count.
   const auto add = [](CellFaultSample& to, const CellFaultSample& c) {
     to.timed += c.timed;
     to.read += c.read;

@@ -234,6 +234,7 @@ constexpr uint16_t kEvSwitches = 1u << 3;
 // The shortest call that gets kEvSwitches: a thread that slept, or waited for a CPU, was away at
 // least this long, so a shorter gap between two calls cannot hold a switch.
 constexpr uint64_t kSwitchSlowNs = 2000;
+constexpr uint64_t switch_slow_ticks(uint64_t tick_hz) { return tick_hz * kSwitchSlowNs / 1000000000; }
 // minflt (only, besides nvcsw and nivcsw with kEvSwitches) is valid: the minor faults a slow call
 // took, read after it against a reading the thread took when it could not have faulted since.
 constexpr uint16_t kEvFaults = 1u << 4;
@@ -241,11 +242,12 @@ constexpr uint16_t kEvFaults = 1u << 4;
 // the call, but longer before it than kEvFaults needs (the call's faults are among them).
 constexpr uint16_t kEvFaultsAtMost = 1u << 5;
 // With kModeFaults: a timed call, or a gap between two, shorter than this cannot hold a page
-// fault — half the calibrated cost of one (Calibration::minor_fault_ticks), and never more than
-// the switches' threshold, after which the shim reads the thread's counts anyway.  0: the
-// calibration has no fault cost, and no call gets kEvFaults.
-constexpr uint64_t fault_free_ticks(uint64_t minor_fault_ticks, uint64_t switch_ticks) {
-  return minor_fault_ticks / 2 < switch_ticks ? minor_fault_ticks / 2 : switch_ticks;
+// fault — half the calibrated cost of one (minor_fault_ticks), and never more than the switches'
+// threshold, after which the shim reads the thread's counts anyway.  0: the calibration has no
+// fault cost, and no call gets kEvFaults.  The shim and the analyzer both take it from here.
+constexpr uint64_t fault_free_ticks(const Calibration& c) {
+  const uint64_t half = c.minor_fault_ticks / 2, slow = switch_slow_ticks(c.tick_hz);
+  return half < slow ? half : slow;
 }
 // One timed call.  When kEvRusage is set, the thread's rusage was read right before and after
 // the call: cpu_us = (utime+stime) delta, and the voluntary/involuntary context switches and

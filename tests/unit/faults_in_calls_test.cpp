@@ -8,6 +8,7 @@
 
 #include "allocscope/buckets.h"
 #include "allocscope/ops.h"
+#include "test_profile_writer.h"
 
 namespace allocscope {
 namespace {
@@ -16,18 +17,14 @@ constexpr uint64_t kHz = 1000000000;  // ticks are nanoseconds
 constexpr uint8_t kMalloc = static_cast<uint8_t>(Op::Malloc), kFree = static_cast<uint8_t>(Op::Free);
 
 format::Calibration calibration(uint64_t mode_flags, uint64_t fault_ns = 10000) {
-  format::Calibration c{};
-  c.tick_hz = kHz;
+  format::Calibration c = test::make_calibration(kHz);
   c.minor_fault_ticks = fault_ns;
   c.mode_flags = mode_flags;
   return c;
 }
 
 format::Event timed(uint8_t op, uint8_t bucket, uint32_t ns, uint16_t flags = 0, uint16_t faults = 0) {
-  format::Event e{};
-  e.op = op;
-  e.bucket = bucket;
-  e.duration_ticks = ns;
+  format::Event e = test::make_event(op, bucket_lo(bucket), 0, ns);
   e.flags = flags;
   e.minflt = faults;
   return e;
