@@ -43,8 +43,18 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
   if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
   if (!trace_this_lock()) return g_real_locks.mutex_unlock(m);
   t_unlocks++;
-  if (__builtin_expect(t_unlock_countdown-- != 0, 1)) return g_real_locks.mutex_unlock(m);
+  if (__builtin_expect(t_unlock_countdown-- != 0, 1)) {
+    if (__builtin_expect(!t_wait_pending, 1)) return g_real_locks.mutex_unlock(m);
+    return unlock_then_add_wait(m);
+  }
   return sampled_mutex_unlock(m, __builtin_return_address(0));
+}
+
+EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* l) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
+  const int r = g_real_locks.rwlock_unlock(l);
+  if (__builtin_expect(t_wait_pending, 0) && trace_this_lock()) add_pending_wait(true);
+  return r;
 }
 
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) {

@@ -22,6 +22,13 @@ struct LockTable {
   uint64_t waits_at_flush;    // `waits` as of the last LockWaits chunk
   uint64_t dropped_waits, dropped_ticks;
   uint64_t unlocks, unlocks_timed;  // pthread_mutex_unlock: all (as of the last timed one), timed
+  // The last contended wait, not yet in the rows: the thread got the lock and holds it, and the
+  // wait is added after its next unlock (lock_waits.cpp), outside the lock.  Here, not in TLS, so
+  // that a fork child (whose slot is wiped) never adds its parent's wait.
+  struct PendingWait {
+    uint64_t lock, site, duration, t1;
+    uint8_t kind, timed_out, set;
+  } pending;
   uint16_t index[kLockIndexSize];  // 0 = empty, else row number + 1
   format::LockWaitRow rows[kLockRows];
 };

@@ -19,6 +19,7 @@ RealLocks g_real_locks;
 __thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
 __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
 __thread bool t_unlock_started __attribute__((tls_model("initial-exec")));
+__thread bool t_wait_pending __attribute__((tls_model("initial-exec")));
 bool g_real_locks_resolved = false;
 bool g_lock_waits = false;
 
@@ -57,12 +58,13 @@ bool resolve_real_locks() {
       resolve(r.cond_wait, "pthread_cond_wait");
       resolve(r.cond_timedwait, "pthread_cond_timedwait");
       resolve(r.mutex_unlock, "pthread_mutex_unlock");
+      resolve(r.rwlock_unlock, "pthread_rwlock_unlock");
       t_resolving = 0;
       errno = saved;
       if (!r.mutex_lock || !r.mutex_trylock || !r.mutex_timedlock || !r.rwlock_rdlock ||
           !r.rwlock_tryrdlock || !r.rwlock_timedrdlock || !r.rwlock_wrlock ||
           !r.rwlock_trywrlock || !r.rwlock_timedwrlock || !r.cond_wait || !r.cond_timedwait ||
-          !r.mutex_unlock) {
+          !r.mutex_unlock || !r.rwlock_unlock) {
         static const char msg[] =
             "allocscope: cannot find the real pthread lock functions with dlsym(RTLD_NEXT); "
             "giving up\n";
@@ -110,9 +112,10 @@ format::LockWaitRow* row_for(LockTable& t, uint64_t lock, uint64_t site, uint8_t
   return nullptr;
 }
 
-// Adds one wait of `duration` ticks (which ended at `t1`) to the calling thread's table.
+// Adds one wait of `duration` ticks (which ended at `t1`) to the calling thread's table;
+// `stack`: may take a call stack for its row.
 void record_wait(const void* lock, void* site, format::LockKind kind, uint64_t duration,
-                 uint64_t t1, bool timed_out) {
+                 uint64_t t1, bool timed_out, bool stack) {
   const int saved = errno;
   Slot* s = enter();
   if (s) {
@@ -129,7 +132,7 @@ void record_wait(const void* lock, void* site, format::LockKind kind, uint64_t d
         bump(r->wait_ticks, duration);
         if (duration > peek(r->max_ticks)) __atomic_store_n(&r->max_ticks, duration, __ATOMIC_RELAXED);
         if (timed_out && r->timeouts != 0xffff) __atomic_store_n(&r->timeouts, uint16_t(r->timeouts + 1), __ATOMIC_RELAXED);
-        if (r->stack_id == 0 && (waits & (waits - 1)) == 0) {
+        if (stack && r->stack_id == 0 && (waits & (waits - 1)) == 0) {
           const uint32_t id = capture_stack(s);
           __atomic_store_n(&r->stack_id, id, __ATOMIC_RELAXED);
         }
@@ -147,7 +150,39 @@ void record_wait(const void* lock, void* site, format::LockKind kind, uint64_t d
   errno = saved;
 }
 
+// Keeps a wait that ended with the lock taken until the thread's next unlock (lock_waits.h).
+// `held`: the call returned with the lock taken (else the wait is recorded at once).
+void defer_wait(const void* lock, void* site, format::LockKind kind, uint64_t duration, uint64_t t1,
+                bool timed_out, bool held) {
+  Slot* s = t_ctx.slot;
+  if (!held || t_ctx.depth != 0 || s == nullptr || s->h.state.load(std::memory_order_relaxed) == kSlotFree) {
+    record_wait(lock, site, kind, duration, t1, timed_out, true);  // nothing held, or no slot yet
+    return;
+  }
+  if (s->locks.pending.set) add_pending_wait(false);  // a second lock taken while holding the first
+  LockTable::PendingWait& p = s->locks.pending;
+  p.lock = reinterpret_cast<uint64_t>(lock);
+  p.site = reinterpret_cast<uint64_t>(site);
+  p.duration = duration;
+  p.t1 = t1;
+  p.kind = static_cast<uint8_t>(kind);
+  p.timed_out = timed_out;
+  p.set = 1;
+  t_wait_pending = true;
+}
+
 }  // namespace
+
+void add_pending_wait(bool at_unlock) {
+  t_wait_pending = false;
+  Slot* s = t_ctx.slot;
+  // A fork child's slot was wiped: its parent's wait is not its own.
+  if (s == nullptr || s->h.state.load(std::memory_order_relaxed) == kSlotFree || !s->locks.pending.set) return;
+  const LockTable::PendingWait p = s->locks.pending;
+  s->locks.pending.set = 0;
+  record_wait(reinterpret_cast<const void*>(p.lock), reinterpret_cast<void*>(p.site),
+              static_cast<format::LockKind>(p.kind), p.duration, p.t1, p.timed_out != 0, at_unlock);
+}
 
 namespace {
 
@@ -204,6 +239,13 @@ int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
     leave();
   }
   errno = saved;
+  if (t_wait_pending) add_pending_wait(true);
+  return r;
+}
+
+int unlock_then_add_wait(pthread_mutex_t* m) {
+  const int r = g_real_locks.mutex_unlock(m);
+  add_pending_wait(true);
   return r;
 }
 
@@ -211,7 +253,7 @@ int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, voi
   const uint64_t t0 = ticks();
   const int r = timeout ? g_real_locks.mutex_timedlock(m, timeout) : g_real_locks.mutex_lock(m);
   const uint64_t t1 = ticks();
-  record_wait(m, site, format::LockKind::Mutex, t1 - t0, t1, r == ETIMEDOUT);
+  defer_wait(m, site, format::LockKind::Mutex, t1 - t0, t1, r == ETIMEDOUT, r == 0);
   return r;
 }
 
@@ -224,8 +266,8 @@ int contended_rwlock(pthread_rwlock_t* l, bool write, const struct timespec* tim
     r = timeout ? g_real_locks.rwlock_timedrdlock(l, timeout) : g_real_locks.rwlock_rdlock(l);
   }
   const uint64_t t1 = ticks();
-  record_wait(l, site, write ? format::LockKind::RwWrite : format::LockKind::RwRead, t1 - t0, t1,
-              r == ETIMEDOUT);
+  defer_wait(l, site, write ? format::LockKind::RwWrite : format::LockKind::RwRead, t1 - t0, t1,
+             r == ETIMEDOUT, r == 0);
   return r;
 }
 
@@ -233,7 +275,7 @@ int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespe
   const uint64_t t0 = ticks();
   const int r = timeout ? g_real_locks.cond_timedwait(c, m, timeout) : g_real_locks.cond_wait(c, m);
   const uint64_t t1 = ticks();
-  record_wait(c, site, format::LockKind::Cond, t1 - t0, t1, r == ETIMEDOUT);
+  defer_wait(c, site, format::LockKind::Cond, t1 - t0, t1, r == ETIMEDOUT, r == 0 || r == ETIMEDOUT);
   return r;
 }
 

@@ -472,6 +472,7 @@ void shutdown_process(format::ExitKind kind) {
   if (!ps || ps->mode.load(std::memory_order_acquire) != kModeActive) return;
   if (sys::getpid() != ps->pid) return;
   const int saved = errno;
+  if (t_wait_pending) add_pending_wait(false);  // the exiting thread holds the lock it waited for
   t_ctx.depth++;
   flush_all_slots(format::ThreadState::ProcessExit);
   if (g_sampling.stack_every || lock_stacks_wanted()) write_modules_if_changed();

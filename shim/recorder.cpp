@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "allocscope/window_phase.h"
+#include "lock_waits.h"
 #include "peer_waits.h"
 #include "process_state.h"
 #include "slot_registry.h"
@@ -28,6 +29,7 @@ std::atomic<int> g_exit_key_state{0};  // 0 none, 1 creating, 2 ready
 void on_thread_exit(void* p) {
   ThreadCtx& t = t_ctx;
   const int saved = errno;
+  if (t_wait_pending) add_pending_wait(false);  // a lock held to the end: its wait still counts
   t.depth++;
   Slot* s = static_cast<Slot*>(p);
   flush_slot(s, format::ThreadState::Exited);

@@ -120,6 +120,35 @@ class LockWaits(E2ETestCase):
                 # The private unlocks are timed all the same: 3,001 a thread, one in 128..383 timed.
                 self.assertGreater(locks["unlocks_timed"], 8 * 3000 // 383 - 8, locks)
 
+    def test_waits_kept_until_an_unlock_reach_the_profile_however_the_lock_is_let_go(self):
+        """The shim adds a contended wait to its table only after the thread lets go of a lock
+        (so that recording never lengthens the critical section). held_locks: two workers take
+        turns on a write-locked rwlock (their waits end at pthread_rwlock_unlock); a worker whose
+        thread ends holding the mutex it waited for; main returning from main holding one."""
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                path = os.path.join(self.dir, f"held-{libc}.asp")
+                proc = subprocess.run([CLI, "record", "--locks", "-o", path, "--", target(f"held_locks-{libc}")],
+                                      capture_output=True, text=True, timeout=300)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                own = {k: int(v) for k, v in re.findall(r"(\w+_ns|rw_calls)=(\d+)", proc.stderr)}
+                self.assertEqual(len(own), 4, proc.stderr)
+                locks = json.loads(self.cli("report", "--json", path))["locks"]
+                by_site = {lock["sites"][0]["site"]: lock for lock in locks["locks"]}
+                self.assertEqual(set(by_site), {"wrlock_section", "exit_holding", "main_exit_holding"}, by_site)
+                rw = by_site["wrlock_section"]
+                self.assertEqual(rw["kind"], "rwlock")
+                self.assertGreater(rw["waits"], 1)
+                self.assertLessEqual(rw["waits"], own["rw_calls"])
+                # Each wait lies inside the program's own interval around the same call.
+                for site, own_ns in (("wrlock_section", own["rw_wait_ns"]), ("exit_holding", own["handoff_wait_ns"]),
+                                     ("main_exit_holding", own["last_wait_ns"])):
+                    lock = by_site[site]
+                    self.assertLessEqual(lock["wait_ns"], own_ns * 1.02 + 20000, (site, lock, own))
+                    self.assertGreaterEqual(lock["wait_ns"], own_ns * 0.8, (site, lock, own))
+                self.assertEqual(by_site["exit_holding"]["waits"], 1)
+                self.assertEqual(by_site["main_exit_holding"]["waits"], 1)
+
     def test_diff_attributes_the_gap_to_the_lock(self):
         for libc in LIBCS:
             with self.subTest(libc=libc):

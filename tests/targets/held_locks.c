@@ -1,0 +1,117 @@
+/* held_locks: contended waits that end with the lock held where no pthread_mutex_unlock follows
+ * soon — the shim keeps a wait until the thread lets go of a lock, and these are the other ways a
+ * kept wait must still reach the profile.
+ *
+ * usage: held_locks [ROUNDS [HOLD_US]]   (defaults 50, 300)
+ *
+ * Two workers take turns on `table` (a pthread_rwlock_t, write-locked: wrlock_section), ROUNDS
+ * times each, holding it HOLD_US microseconds and then working HOLD_US / 2 outside it, so that most
+ * calls wait: their waits end at pthread_rwlock_unlock.  Then:
+ *   - `handoff`: worker 1 locks it and holds it for 20 ms; worker 2 waits for it in
+ *     exit_holding(), gets it, and its thread ends holding it (the wait ends at the thread's exit);
+ *   - `last`: worker 1 locks it and holds it for 20 ms, then unlocks; main waits for it in
+ *     main_exit_holding() and returns from main holding it (the wait ends at the process's exit).
+ * The program measures its own waits around each call and prints on stderr:
+ *   rw_wait_ns=<time in pthread_rwlock_wrlock> rw_calls=<its calls>
+ *   handoff_wait_ns=<worker 2's wait for handoff> last_wait_ns=<main's wait for last>
+ * Built with frame pointers and line tables, so that call sites resolve. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static pthread_rwlock_t table = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t handoff = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t last = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int handoff_taken, last_taken;
+static int rounds = 50;
+static long hold_us = 300;
+static uint64_t rw_wait_ns, rw_calls;  /* under table */
+static uint64_t handoff_wait_ns, last_wait_ns;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static volatile uint64_t sink;
+
+__attribute__((noinline)) static void spin_us(long us) {
+  const uint64_t end = now_ns() + (uint64_t)us * 1000u;
+  uint64_t x = 0;
+  while (now_ns() < end) x++;
+  sink += x;
+}
+
+__attribute__((noinline)) static void wrlock_section(void) {
+  const uint64_t t0 = now_ns();
+  pthread_rwlock_wrlock(&table);
+  rw_wait_ns += now_ns() - t0;
+  rw_calls++;
+  spin_us(hold_us);
+  pthread_rwlock_unlock(&table);
+  spin_us(hold_us / 2);  /* the other worker takes it meanwhile: the next wrlock waits */
+}
+
+__attribute__((noinline)) static void exit_holding(void) {
+  while (!atomic_load(&handoff_taken)) spin_us(10);
+  const uint64_t t0 = now_ns();
+  pthread_mutex_lock(&handoff);
+  handoff_wait_ns = now_ns() - t0;
+  /* the thread ends here, holding handoff */
+}
+
+__attribute__((noinline)) static int main_exit_holding(void) {
+  while (!atomic_load(&last_taken)) spin_us(10);
+  const uint64_t t0 = now_ns();
+  pthread_mutex_lock(&last);
+  last_wait_ns = now_ns() - t0;
+  return 0;  /* main returns holding last */
+}
+
+static void* worker(void* arg) {
+  const int id = (int)(intptr_t)arg;
+  void* block = malloc(64);
+  for (int r = 0; r < rounds; r++) {
+    wrlock_section();
+    free(block);
+    block = malloc(64 + r);
+  }
+  free(block);
+  if (id == 1) {
+    pthread_mutex_lock(&handoff);
+    atomic_store(&handoff_taken, 1);
+    spin_us(20000);
+    pthread_mutex_unlock(&handoff);
+  } else {
+    exit_holding();
+  }
+  return NULL;
+}
+
+static void* last_holder(void* arg) {
+  (void)arg;
+  pthread_mutex_lock(&last);
+  atomic_store(&last_taken, 1);
+  spin_us(20000);
+  pthread_mutex_unlock(&last);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1) rounds = atoi(argv[1]);
+  if (argc > 2) hold_us = atol(argv[2]);
+  pthread_t t[2], h;
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, (void*)(intptr_t)(i + 1));
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  pthread_create(&h, NULL, last_holder, NULL);
+  const int r = main_exit_holding();
+  pthread_join(h, NULL);
+  fprintf(stderr, "rw_wait_ns=%llu rw_calls=%llu\nhandoff_wait_ns=%llu last_wait_ns=%llu\n",
+          (unsigned long long)rw_wait_ns, (unsigned long long)rw_calls,
+          (unsigned long long)handoff_wait_ns, (unsigned long long)last_wait_ns);
+  return r;
+}
