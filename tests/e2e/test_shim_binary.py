@@ -65,7 +65,7 @@ class ShimBinary(unittest.TestCase):
         exported = dynamic_symbols(SHIM, undefined=False)
         locks = {"pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_unlock", "pthread_rwlock_rdlock",
                  "pthread_rwlock_wrlock", "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock",
-                 "pthread_cond_wait", "pthread_cond_timedwait"}
+                 "pthread_rwlock_unlock", "pthread_cond_wait", "pthread_cond_timedwait"}
         self.assertEqual(locks, {name for name in exported if name.startswith("pthread_")})
         forwarded = locks | {"pthread_mutex_trylock", "pthread_rwlock_tryrdlock", "pthread_rwlock_trywrlock"}
         glibc, musl = libc_paths()
