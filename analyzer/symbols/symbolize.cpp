@@ -121,7 +121,11 @@ Symbolizer::~Symbolizer() = default;
 std::string Symbolizer::module_path(int index) const {
   if (index < 0 || static_cast<size_t>(index) >= modules_.modules().size()) return "";
   const std::string& path = modules_.modules()[static_cast<size_t>(index)].path;
-  return path.empty() && !exe_named_ ? options_.exe : path;
+  if (path.empty()) return exe_named_ ? path : options_.exe;
+  // musl names the program as it was started: a relative path ("./prog", "bin/prog") of the
+  // program's file name is the program, whose absolute path the profile has.
+  if (path[0] != '/' && !options_.exe.empty() && base_name(path) == base_name(options_.exe)) return options_.exe;
+  return path;
 }
 
 const ElfSymbols* Symbolizer::symbols_of(int module) {
