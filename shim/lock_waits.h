@@ -64,21 +64,24 @@ inline bool trace_this_lock() {
 // The contended paths: time `wait` and keep it for the thread's next unlock (lock_waits.cpp).  A
 // wait is added to the rows only once the thread has let go of a lock: whatever recording costs
 // (the row's lookup, a call stack, a flush that writes the profile) then lengthens no critical
-// section.  Recorded inside the lock it had: PHP's zend_strtod mutex, taken about 260,000 times
-// contended a second by 8 threads, ran 4 % slower under lock tracing for it.
+// section.  Recorded inside the lock, PHP's zend_strtod mutex (about 260,000 contended waits a
+// run of 8 workers) made the threaded host run 1.5 % slower on glibc and 10 % on musl, whose
+// threads spin and then sleep on it (docs/overhead.md).  A wait on a second lock taken while the
+// first one's is still kept adds the first at once.
 int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, void* site);
 int contended_rwlock(pthread_rwlock_t* l, bool write, const struct timespec* timeout, void* site);
 int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* timeout, void* site);
 
-// pthread_mutex_unlock: with a waiter it is a system call (musl wakes on every contended unlock),
-// which is the lock's cost too.  Timed on a sample: when the thread's countdown runs out, drawn
-// again each time from 128..383 (about 1 in 256, never in step with a program's own period).
 // t_wait_pending: a contended wait is kept in the slot (LockTable::pending), for
 // add_pending_wait after the next unlock; `at_unlock`: the stack, if the row wants one, is taken
 // there (the unlock's callers are the lock's where a function takes and releases a lock), else
 // none.  Also called when the thread exits.
 extern __thread bool t_wait_pending __attribute__((tls_model("initial-exec")));
 void add_pending_wait(bool at_unlock);
+
+// pthread_mutex_unlock: with a waiter it is a system call (musl wakes on every contended unlock),
+// which is the lock's cost too.  Timed on a sample: when the thread's countdown runs out, drawn
+// again each time from 128..383 (about 1 in 256, never in step with a program's own period).
 extern __thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
 int sampled_mutex_unlock(pthread_mutex_t* m, void* site);
