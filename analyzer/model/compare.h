@@ -78,6 +78,7 @@ struct CompareRow {
   std::optional<double> allocator_error_share;  // the ± bound of allocator_share
   bool allocator_unsure = false;           // the report's allocator time is unsure (bound > half of it)
   uint64_t calls = 0, timed_calls = 0;     // of the median run
+  bool sparse_calls = false;               // … none timed for too few calls, not too short a run (CostReport)
   std::vector<ClassCost> top_classes;      // costliest first, at most 3
   AnalysisGap analysis_gap = AnalysisGap::None;  // why allocator_share is missing
   std::string analysis_failure;            // the error of a failed analysis

@@ -70,6 +70,7 @@ void analyze(CompareRow& row) {
     row.allocator_seen = report.allocator;
     row.calls = report.calls;
     row.timed_calls = report.timed;
+    row.sparse_calls = report.sparse_calls;
     if (report.timed == 0) {
       row.analysis_gap = AnalysisGap::NoneTimed;
       return;

@@ -139,6 +139,8 @@ struct ContentionInputs {
   uint32_t cpus = 0;                      // CPUs the process may run on (0: not recorded)
   uint32_t max_live_threads = 0;
   double wall_seconds = 0;
+  uint64_t calls = 0;                     // allocator calls, timed or not
+  bool sparse_calls = false;              // CostReport::sparse_calls: none timed for too few calls, not too short a run
 };
 
 struct ContentionVerdict {

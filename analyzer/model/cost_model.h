@@ -197,6 +197,9 @@ struct CostReport {
   uint32_t threads = 0;
   uint64_t calls = 0, timed = 0;
   uint32_t sample_every = 0;
+  // The run spanned so many sampling periods (one timing window each) that, when no call was
+  // timed, its calls were too few for the windows, not the run too short (sparse_calls below).
+  bool sparse_calls = false;
   double thread_time_ns = 0;         // sum of the threads' lifetimes
   double allocator_time_ns = 0;
   double allocator_error_ns = 0;

@@ -99,6 +99,9 @@ std::string compare_analysis_error(const CompareRow& row) {
     case AnalysisGap::None: return "";
     case AnalysisGap::NoProfile: return "no run wrote a profile";
     case AnalysisGap::NoneTimed:
+      if (row.sparse_calls)
+        return fmt::format("none of its {} allocator calls was timed (too few calls for the sampling: try --sample 1)",
+                           group_digits(row.calls));
       return fmt::format(
           "none of its {} allocator calls was timed (a run too short for the sampling: try --sample with a small N)",
           group_digits(row.calls));

@@ -5,6 +5,8 @@
 
 #include <string_view>
 
+#include "util/units.h"
+
 namespace allocscope {
 namespace {
 
@@ -219,6 +221,11 @@ std::string contention_reason(const ContentionVerdict& v) {
       return "only one thread called the allocator: there is nobody to contend with";
     case ContentionReason::NotTimed:
       if (in.sample_every == 0) return "no call was timed (--sample 0): contention cannot be measured";
+      if (in.sparse_calls)
+        return fmt::format("no call was timed: none of the {} calls fell in a timing window (1/{} of the time is "
+                           "timed): too few calls for the sampling, not too short a run: contention cannot be "
+                           "measured",
+                           group_digits(in.calls), in.sample_every);
       return fmt::format("no call was timed: none fell in a timing window (1/{} of the time is timed), the run "
                          "is too short: contention cannot be measured",
                          in.sample_every);
@@ -346,7 +353,11 @@ std::string contention_advice(const ContentionVerdict& v) {
   const uint32_t n = v.inputs.sample_every;
   switch (v.reason) {
     case ContentionReason::NotTimed:
-      return n == 0 ? "record again without --sample 0" : longer_or_more(n, true);
+      if (n == 0) return "record again without --sample 0";
+      // Few calls over a long run: a longer run of the same program adds few; timing every call
+      // costs little at that rate.
+      return v.inputs.sparse_calls ? "time every call (--sample 1): at so few calls it costs little"
+                                   : longer_or_more(n, true);
     case ContentionReason::TooFewMet:
     case ContentionReason::TooFewEnds:
       return longer_or_more(n) + ", with the threads allocating at the same time";

@@ -33,6 +33,13 @@ std::string verdict_text(const CostReport& r) {
   const double total = r.split.total();
   switch (v.kind) {
     case VerdictKind::NoCallTimed:
+      if (r.sparse_calls)
+        return fmt::format("Too few allocator calls to judge where the allocator's time goes: none of its {} calls "
+                           "{}fell in a timing window (1/{} of the time is timed). Time every call with --sample 1: "
+                           "at so few calls it costs little.",
+                           group_digits(r.calls),
+                           r.wall_ns ? fmt::format("(in {}) ", format_duration_ns(*r.wall_ns)) : std::string(),
+                           r.sample_every);
       return fmt::format("Run too short to judge where the allocator's time goes: none of its {} allocator calls "
                          "fell in a timing window (1/{} of "
                          "the time is timed). Record a longer run, or time every call with --sample 1.",

@@ -147,6 +147,27 @@ class ShortRun(E2ETestCase):
         self.assertEqual(c["verdict"], "unsure")
         self.assertIn("--sample 0", c["reason"])
 
+    def test_a_long_run_with_few_calls_says_the_calls_were_few(self):
+        # A real program that allocates a little at start-up and then sleeps for half a second
+        # spans hundreds of sampling periods: if none of its calls was timed, the calls were too
+        # few for the windows, not the run too short, and a longer run would not help.  Timing
+        # every call then does what the advice says.
+        run = self.record(["sleep", "0.5"], out="sleep.asp")
+        self.assertEqual(run.rc, 0, run.stderr)
+        j = json_of("report", "--json", run.profiles[0])
+        self.assertGreater(j["calls"], 0)
+        if j["timed_calls"] == 0:
+            text = j["verdict"]["text"]
+            self.assertIn("Too few allocator calls", text)
+            self.assertIn("--sample 1", text)
+            self.assertNotIn("too short", text.lower())
+            self.assertNotIn("longer run", text)
+        every = self.record(["sleep", "0.5"], sample=1, out="sleep1.asp")
+        self.assertEqual(every.rc, 0, every.stderr)
+        e = json_of("report", "--json", every.profiles[0])
+        self.assertEqual(e["timed_calls"], e["calls"])
+        self.assertNotIn("Too few allocator calls", e["verdict"]["text"])
+
     def test_every_call_timed_is_exact(self):
         run = self.record([target("harness-glibc"), "1", "200"], sample=1, out="exact.asp")
         self.assertEqual(run.rc, 0, run.stderr)
