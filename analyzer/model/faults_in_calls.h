@@ -12,8 +12,11 @@
 //   faults in calls = mean faults per timed call × the cell's calls
 //
 // summed over the thread's cells; a cell without a call read takes the thread's mean.  The bound:
-// 3 standard errors of that sum (each cell's variance over its read calls; three, as faults come
-// in bursts over neighbouring calls that the variance does not see), never less than the
+// 3 standard errors of that sum, the timing windows the sampling units as for the allocator's time
+// (docs/analysis.md, "Error bounds": faults come in bursts over neighbouring calls, which a
+// variance over single calls does not see; three, as bursts also span neighbouring windows), never
+// less than that over single calls; with fewer than 5 windows holding a read call, never less than
+// the estimate itself; never less than the
 // rule of three (3 / calls read × calls: the 95 % bound of a count of zero events), plus the calls
 // of cells without a call read at the rule of three, plus, scaled like them, the most faults the
 // unread slow calls can have taken (as many as fit in them, a fault costing at least
@@ -29,6 +32,7 @@
 #include <span>
 
 #include "allocscope/format.h"
+#include "model/window_clusters.h"
 #include "profile/stats.h"
 
 namespace allocscope {
@@ -43,9 +47,25 @@ struct CellFaultSample {
   uint64_t slow_unread = 0;  // ... and those not
   uint64_t slow_faults = 0;  // the read slow calls' faults
   uint64_t unread_most = 0;  // the most faults the unread slow calls can have taken
+  uint32_t id = 0;           // the cell's index in its thread's window sums
 };
 
-using ThreadFaultSample = std::map<CellKey, CellFaultSample>;
+// The read calls of one cell in one timing window (or cluster of windows): the sampling unit.
+struct FaultSum {
+  uint64_t read = 0;
+  double faults = 0;
+  FaultSum& operator+=(const FaultSum& o) {
+    read += o.read;
+    faults += o.faults;
+    return *this;
+  }
+};
+
+struct ThreadFaultSample {
+  std::map<CellKey, CellFaultSample> cells;
+  cost::WindowClustersOf<FaultSum> windows;  // by CellFaultSample::id
+  uint64_t last_window = ~uint64_t{0};
+};
 
 // Fed a profile's events (profile.h LoadOptions::on_events), in any order.
 struct FaultSample {
@@ -54,6 +74,7 @@ struct FaultSample {
 
   bool fault_reads = false;                       // kModeFaults: slow calls carry their faults
   uint64_t short_ticks = 0;                       // a timed call shorter than this took none
+  unsigned window_shift = 0;                      // a call's window: start_tick >> window_shift
   std::map<uint32_t, ThreadFaultSample> threads;  // by thread serial
 };
 

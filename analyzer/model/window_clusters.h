@@ -1,5 +1,6 @@
-// window_clusters.h — the cost model's timed calls summed per timing window and (class, op) cell:
-// the sampling units of its error bounds (cost_errors.cpp).  Private to model/.
+// window_clusters.h — timed calls summed per timing window and cell: the sampling units of the
+// error bounds (the cost model's, cost_errors.cpp; the faults inside calls', faults_in_calls.cpp).
+// Private to model/.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -9,20 +10,15 @@
 
 namespace allocscope::cost {
 
-// The timed calls of each timing window, per (class, op) cell: the windows are the sampling units
-// of the error bound (calls of one window are timed together, so they are not independent
-// draws).  At most kMaxClusters clusters are kept: when full, neighbouring clusters merge
-// pairwise and each later cluster gathers twice as many windows (memory stays bounded; a
-// cluster of neighbouring windows is still a valid sampling unit, and a more cautious one).
-class WindowClusters {
+// Sums of the timed calls of each timing window, per cell: the windows are the sampling units of
+// an error bound (calls of one window are timed together, so they are not independent draws).
+// At most kMaxClusters clusters are kept: when full, neighbouring clusters merge pairwise and each
+// later cluster gathers twice as many windows (memory stays bounded; a cluster of neighbouring
+// windows is still a valid sampling unit, and a more cautious one).  `Sum` adds with +=.
+template <class Sum>
+class WindowClustersOf {
  public:
   static constexpr size_t kMaxClusters = 4096;
-  struct Sum {
-    double ticks = 0;  // corrected
-    double wait = 0;   // of which waiting
-    double base = 0;   // the calls' uncontended cost
-    uint64_t calls = 0;
-  };
   using Cluster = std::vector<std::pair<uint32_t, Sum>>;  // (cell, sum), cells unsorted
 
   void begin_window() {
@@ -38,7 +34,8 @@ class WindowClusters {
     }
     ++in_last_;
   }
-  void add(uint32_t cell, double ticks, double wait, double base) {
+  // The current window's sum of `cell`.
+  Sum& at(uint32_t cell) {
     if (clusters_.empty()) begin_window();
     Cluster& c = clusters_.back();
     if (cell >= index_.size()) index_.resize(cell + 1, -1);
@@ -46,11 +43,7 @@ class WindowClusters {
       index_[cell] = static_cast<int32_t>(c.size());
       c.emplace_back(cell, Sum{});
     }
-    Sum& s = c[static_cast<size_t>(index_[cell])].second;
-    s.ticks += ticks;
-    s.wait += wait;
-    s.base += base;
-    ++s.calls;
+    return c[static_cast<size_t>(index_[cell])].second;
   }
   const std::vector<Cluster>& clusters() const { return clusters_; }
   uint64_t windows() const { return windows_; }
@@ -63,15 +56,11 @@ class WindowClusters {
       if (i + 1 < clusters_.size()) {
         for (const auto& entry : clusters_[i + 1]) {
           const uint32_t cell = entry.first;
-          const Sum& sum = entry.second;
           auto it = std::find_if(c.begin(), c.end(), [cell](const auto& e) { return e.first == cell; });
           if (it == c.end()) {
-            c.emplace_back(cell, sum);
+            c.emplace_back(cell, entry.second);
           } else {
-            it->second.ticks += sum.ticks;
-            it->second.wait += sum.wait;
-            it->second.base += sum.base;
-            it->second.calls += sum.calls;
+            it->second += entry.second;
           }
         }
       }
@@ -85,6 +74,33 @@ class WindowClusters {
   std::vector<Cluster> clusters_;
   std::vector<int32_t> index_;  // cell -> its entry in the last cluster, or -1
   uint64_t per_cluster_ = 1, in_last_ = 0, windows_ = 0;
+};
+
+// The cost model's timed calls per window and (class, op) cell (cost_errors.cpp).
+struct TimeSum {
+  double ticks = 0;  // corrected
+  double wait = 0;   // of which waiting
+  double base = 0;   // the calls' uncontended cost
+  uint64_t calls = 0;
+  TimeSum& operator+=(const TimeSum& o) {
+    ticks += o.ticks;
+    wait += o.wait;
+    base += o.base;
+    calls += o.calls;
+    return *this;
+  }
+};
+
+class WindowClusters : public WindowClustersOf<TimeSum> {
+ public:
+  using Sum = TimeSum;
+  void add(uint32_t cell, double ticks, double wait, double base) {
+    Sum& s = at(cell);
+    s.ticks += ticks;
+    s.wait += wait;
+    s.base += base;
+    ++s.calls;
+  }
 };
 
 }  // namespace allocscope::cost

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "allocscope/buckets.h"
@@ -52,7 +53,7 @@ TEST(FaultsInCalls, ShortCallsTookNoneAndSlowCallsCarryTheirOwn) {
   events.push_back(timed(kMalloc, 10, 40000, format::kEvFaults, 3));       // slow, read: 3
   events.push_back(timed(kMalloc, 10, 40000, format::kEvSwitches));        // slow, unread
   feed(s, 1, events);
-  const CellFaultSample& c = s.threads.at(1).at(CellKey{kMalloc, 10});
+  const CellFaultSample& c = s.threads.at(1).cells.at(CellKey{kMalloc, 10});
   EXPECT_EQ(c.timed, 100u);
   EXPECT_EQ(c.read, 99u);
   EXPECT_EQ(c.slow_read, 1u);
@@ -69,7 +70,7 @@ TEST(FaultsInCalls, WithoutFaultReadsOnlyTheRusageProbesCount) {
   FaultSample s(calibration(0));
   feed(s, 1, {timed(kMalloc, 10, 300), timed(kMalloc, 10, 40000, format::kEvFaults, 3),
               timed(kMalloc, 10, 300, format::kEvRusage, 0), timed(kMalloc, 10, 30000, format::kEvRusage, 2)});
-  const CellFaultSample& c = s.threads.at(1).at(CellKey{kMalloc, 10});
+  const CellFaultSample& c = s.threads.at(1).cells.at(CellKey{kMalloc, 10});
   EXPECT_EQ(c.timed, 2u);
   EXPECT_EQ(c.read, 2u);
   EXPECT_EQ(c.faults_read, 2u);
@@ -90,6 +91,31 @@ TEST(FaultsInCalls, ReleasesWithoutASizeFaultAsTheTimedReleasesDid) {
   const FaultEstimate e = thread_faults_in_calls(s.threads.at(1), calls, 100000);
   // The sized cells as they were (5), and the 990 others at the frees' 5 faults per 10 calls.
   EXPECT_NEAR(e.faults, 5 + 990 * 0.5, 1e-6);
+}
+
+TEST(FaultsInCalls, TheBoundTakesTheWindowsAsItsSamplingUnits) {
+  // 20 windows of 50 read calls each (slow, read): in 10 of them every call faulted once, in the
+  // other 10 none.  Over single calls the mean 0.5 has a standard error of 0.016; over the windows,
+  // whose calls fault together, 0.115: the bound is the windows'.
+  format::Calibration c = calibration(format::kModeFaults);
+  c.window_shift = 10;
+  FaultSample s(c);
+  std::vector<format::Event> events;
+  for (uint64_t w = 0; w < 20; w++) {
+    for (int i = 0; i < 50; i++) {
+      format::Event e = timed(kMalloc, 10, 40000, format::kEvFaults, w % 2 ? 1 : 0);
+      e.start_tick = (w << 10) + static_cast<uint64_t>(i);
+      events.push_back(e);
+    }
+  }
+  feed(s, 1, events);
+  const double calls = 100000;
+  const FaultEstimate e = thread_faults_in_calls(s.threads.at(1), cells({{CellKey{kMalloc, 10}, 100000}}), 100000);
+  EXPECT_NEAR(e.faults, 50000, 1e-6);
+  const double per_call_se = std::sqrt(0.25 * 1000.0 / 999.0 / 1000.0) * calls;  // 1,582 faults
+  EXPECT_GT(e.bound, 3 * per_call_se * 5);
+  // z_w = 100 · (50 or 0 − 25) = ±2,500 in each of 20 windows: √(20/19 · 20 · 2,500²) = 11,471.
+  EXPECT_NEAR(e.bound, 3 * std::sqrt(20.0 / 19.0 * 20 * 2500.0 * 2500.0), 1);
 }
 
 TEST(FaultsInCalls, NothingReadBoundsAtEveryFault) {
@@ -121,7 +147,7 @@ TEST(FaultsInCalls, AnUnreadSlowCallWithAnEarlierReadingIsBoundedByItsFaultsSinc
   std::vector<format::Event> events(99, timed(kMalloc, 10, 300));
   events.push_back(timed(kMalloc, 10, 4000000, format::kEvFaultsAtMost, 0));
   feed(s, 1, events);
-  const CellFaultSample& c = s.threads.at(1).at(CellKey{kMalloc, 10});
+  const CellFaultSample& c = s.threads.at(1).cells.at(CellKey{kMalloc, 10});
   EXPECT_EQ(c.slow_unread, 1u);
   EXPECT_EQ(c.unread_most, 0u);
   const FaultEstimate e = thread_faults_in_calls(s.threads.at(1), cells({{CellKey{kMalloc, 10}, 1000}}), 5000);
