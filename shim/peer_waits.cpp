@@ -164,6 +164,11 @@ bool keep_look(Slot* self, const format::PeerWait& w) {
 std::atomic<uint64_t> g_next_outside_turn{0};
 std::atomic<uint64_t> g_next_hold{0};
 std::atomic<uint64_t> g_outside_turns{0};
+// The last look found a thread asleep in a futex wait inside an allocator call: the next turn looks
+// again (docs/analysis.md, "Where do sleeping calls wait?").  A lock that puts its waiters to sleep
+// is then looked at up to three times as often as the schedule says, while it keeps doing so; an
+// allocator whose threads seldom sleep inside it keeps the schedule.
+std::atomic<bool> g_look_again{false};
 
 bool make_look_room(Slot* self) {
   if (self->h.peer_count.load(std::memory_order_relaxed) < kPeerWaits) return true;
@@ -454,9 +459,12 @@ bool outside_turn(Slot* self, uint64_t now, bool allocating) {
     return false;  // another thread takes this turn
   // Only the thread that won the turn counts it: every kTurnsPerLook-th turn looks too.
   const uint64_t turn = g_outside_turns.fetch_add(1, std::memory_order_relaxed);
-  const bool look_turn = turn % format::kTurnsPerLook == 0;
-  // A hold is due until one is made (turns are one at a time: the turn's exchange above).
-  const bool hold_turn = c.hold_ticks && allocating && !look_turn && now >= g_next_hold.load(std::memory_order_relaxed);
+  const bool scheduled_look = turn % format::kTurnsPerLook == 0;
+  // A hold is due until one is made (turns are one at a time: the turn's exchange above); it goes
+  // before a look taken again after a sleeper.
+  const bool hold_turn =
+      c.hold_ticks && allocating && !scheduled_look && now >= g_next_hold.load(std::memory_order_relaxed);
+  const bool look_turn = scheduled_look || (!hold_turn && g_look_again.exchange(false, std::memory_order_relaxed));
   if (g_no_vm_read.load(std::memory_order_relaxed) || !make_look_room(self)) return false;
   const uint64_t pick = mix64(now ^ self->h.serial);
   Slot* peers[kPeerCandidates];
@@ -485,6 +493,7 @@ bool outside_turn(Slot* self, uint64_t now, bool allocating) {
     g_no_vm_read.store(true, std::memory_order_relaxed);
     return false;
   }
+  if (look_turn && w.syscall == SYS_futex) g_look_again.store(true, std::memory_order_relaxed);
   return start_probe(self, w, addrs, m, n == kPeerCandidates);
 }
 

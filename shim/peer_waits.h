@@ -48,7 +48,8 @@ constexpr uint32_t kPeerCandidates = 32;
 // Outside the windows (format.h kModePeerLooksOutside, kModePeerProbes): at most once per
 // kPeerProbeGapNs for the whole process, the thread that notices it at a window check takes a
 // turn — it times the call it was about to make as a probe, having read which other threads are
-// inside calls; and every kTurnsPerLook-th turn it first looks at one of them.  The tick from which
+// inside calls; and every kTurnsPerLook-th turn, or the turn after a look that found a thread
+// asleep in a futex wait, it first looks at one of them.  The tick from which
 // the next turn is due, and the turns taken.
 extern std::atomic<uint64_t> g_next_outside_turn;
 extern std::atomic<uint64_t> g_outside_turns;

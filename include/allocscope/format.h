@@ -448,7 +448,8 @@ constexpr HoldOutcome hold_outcome_of(uint64_t x) {
                      static_cast<unsigned>(x >> 57)};
 }
 // The looks and the probes alone share one schedule: a turn at most every kPeerProbeGapNs, every
-// kTurnsPerLook-th of them with a look — two probes alone a millisecond, one look.
+// kTurnsPerLook-th of them with a look — two probes alone a millisecond, one look; and the turn
+// after a look that found a thread asleep in a futex wait looks again (a hold due goes first).
 constexpr uint64_t kTurnsPerLook = 3;
 constexpr uint64_t kPeerProbeGapNs = kPeerLookOutsideGapNs / kTurnsPerLook;
 // peer_start_tick of a look outside the windows: bits 0-7 the peer's size bucket, 8-11 its op;
