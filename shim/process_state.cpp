@@ -272,6 +272,26 @@ bool write_header() {
   return append(&fh, sizeof fh) == 0;
 }
 
+// Whether the profile at `path` is that of an earlier image of this process (its Process chunk,
+// the first after the file header, has this pid): an exec chain — a wrapper that execs the
+// program — in which each image after the first takes <path>.<pid>.  Expected, and `record`
+// names them all; only a file left by another process is worth a line on stderr.
+bool written_by_this_process(const char* path, int pid) {
+  const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  constexpr size_t kAt = sizeof(format::FileHeader);
+  unsigned char buf[kAt + sizeof(format::ChunkHeader) + sizeof(format::ProcessInfo)];
+  const long n = sys::call(SYS_pread64, fd, reinterpret_cast<long>(buf), sizeof buf, 0);
+  sys::close(static_cast<int>(fd));
+  if (n != static_cast<long>(sizeof buf)) return false;
+  format::ChunkHeader h;
+  format::ProcessInfo pi;
+  std::memcpy(&h, buf + kAt, sizeof h);
+  std::memcpy(&pi, buf + kAt + sizeof h, sizeof pi);
+  return h.magic == format::kChunkMagic && h.type == static_cast<uint16_t>(format::ChunkType::Process) &&
+         pi.pid == static_cast<uint32_t>(pid);
+}
+
 bool write_process_chunk(const char* exe, uint64_t start_tick) {
   constexpr size_t kHdr = sizeof(format::ChunkHeader);
   auto* pi = reinterpret_cast<format::ProcessInfo*>(g_init_buf + kHdr);
@@ -394,7 +414,7 @@ int initialise() {
       sys::write(2, text, len);
     }
   }
-  if (moved && named) {
+  if (moved && named && !written_by_this_process(base, g_ps->pid)) {
     char line[8400];
     TextBuffer m(line, sizeof line);
     m.put("allocscope: ").put(base).put(" exists; writing the profile to ").put(g_ps->path)

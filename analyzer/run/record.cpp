@@ -12,8 +12,10 @@
 #include "run/allocator_lookup.h"
 #include "run/child_process.h"
 #include "run/program_check.h"
+#include "profile/profile.h"
 #include "run/shim_lookup.h"
 #include "util/output_file.h"
+#include "util/units.h"
 #include "util/usage_error.h"
 
 extern char** environ;
@@ -140,21 +142,87 @@ std::vector<std::string> other_profile_names(const OutputPlan& plan, pid_t pid, 
   return others;
 }
 
+// What one profile holds, for the summary of a run that wrote several: its program (the file name
+// of the image) and its allocator calls.
+struct ProfileGist {
+  std::string program;
+  uint64_t calls = 0;
+  uint64_t threads = 0;
+  bool read = false;
+};
+
+ProfileGist gist_of(const fs::path& path) {
+  ProfileGist g;
+  try {
+    LoadOptions quiet;
+    quiet.warn = nullptr;
+    const Profile p = load_profile(path, quiet);
+    if (p.process) g.program = fs::path(p.process->exe).filename().string();
+    for (const auto& t : p.threads) g.calls += t.total().calls;
+    g.threads = p.threads_seen();
+    g.read = true;
+  } catch (const std::exception&) {
+    // A profile that cannot be read is left out of the comparison (report says why).
+  }
+  return g;
+}
+
+// The profiles' names, the first few and the last when there are many.
+std::string name_list(const OutputPlan& plan, const std::vector<fs::path>& paths) {
+  constexpr size_t kShownAll = 8, kShownFirst = 3;
+  std::string list;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (paths.size() > kShownAll && i >= kShownFirst && i + 1 < paths.size()) {
+      if (i == kShownFirst) list += ", …";
+      continue;
+    }
+    list += (list.empty() ? "" : ", ") + plan.shown(paths[i].filename().string());
+  }
+  return list;
+}
+
+// A run that wrote several profiles (a wrapper that execs the program, a program that forks or
+// runs others): which one made the most allocator calls, when it is not the root — with a wrapper
+// (a shell script, env, a version manager's shim) the root profile is the wrapper's.
+std::string busiest_note(const OutputPlan& plan, const RecordedRun& run) {
+  constexpr size_t kMostRead = 256;  // more profiles than this: their summary alone would be slow
+  if (run.other_profiles.empty() || run.other_profiles.size() > kMostRead) return "";
+  const ProfileGist root = run.profile_written ? gist_of(run.profile) : ProfileGist{};
+  const fs::path* best = nullptr;
+  ProfileGist best_gist = root;
+  for (const auto& path : run.other_profiles) {
+    const ProfileGist g = gist_of(path);
+    if (g.read && g.calls > best_gist.calls) {
+      best = &path;
+      best_gist = g;
+    }
+  }
+  if (!best) return "";
+  const std::string name = plan.shown(best->filename().string());
+  const auto who = [](const ProfileGist& g) { return g.program.empty() ? std::string("?") : g.program; };
+  return fmt::format("; the most allocator calls are in {} ({}, {} calls in {} thread{}{}): allocscope report {}", name,
+                     who(best_gist), group_digits(best_gist.calls), best_gist.threads,
+                     best_gist.threads == 1 ? "" : "s",
+                     root.read ? fmt::format("; {} is {}'s, {} calls", plan.shown(run.profile.filename().string()),
+                                             who(root), group_digits(root.calls))
+                               : "",
+                     name);
+}
+
 void report_profiles(const OutputPlan& plan, const RecordedRun& run) {
-  std::string more;
-  for (const auto& path : run.other_profiles) more += (more.empty() ? "" : ", ") + plan.shown(path.filename().string());
+  const std::string more = name_list(plan, run.other_profiles);
   const size_t others = run.other_profiles.size();
   const std::string root_name = plan.shown(run.profile.filename().string());
   if (run.profile_written) {
-    fmt::print(stderr, "allocscope: profile written to {}{}\n", root_name,
-               others == 0 ? "" : fmt::format(" (and {} more: {})", others, more));
+    fmt::print(stderr, "allocscope: profile written to {}{}{}\n", root_name,
+               others == 0 ? "" : fmt::format(" (and {} more: {})", others, more), busiest_note(plan, run));
     return;
   }
   fmt::print(stderr,
              "allocscope: no profile was written to {} (the program may never have called the allocator, be "
              "setuid, or have become a statically linked program by exec; or the shim could not create the "
-             "file){}\n",
-             root_name, others == 0 ? "" : fmt::format("; {} other profiles: {}", others, more));
+             "file){}{}\n",
+             root_name, others == 0 ? "" : fmt::format("; {} other profiles: {}", others, more), busiest_note(plan, run));
 }
 
 struct Recording {

@@ -245,6 +245,35 @@ class ProcessTrees(E2ETestCase):
                 self.assertGreaterEqual(j["process"]["threads_seen"], 1000)
                 self.assertLessEqual(j["process"]["max_live_threads"], 18)
 
+    def test_a_wrapper_that_execs_the_program_names_the_programs_profile(self):
+        # A wrapper (a shell script, env, a version manager's shim) runs a command, then execs the
+        # program: the root profile is the wrapper's, and the program's is written beside it.
+        # record names the profile with the most allocator calls and how to read it, and the exec
+        # chain's own images do not complain that the root file exists.
+        for libc in ("glibc", "musl"):
+            with self.subTest(libc=libc):
+                prog = target(f"threads_short-{libc}")
+                out = f"wrapped-{libc}.asp"
+                run = self.record(["/bin/sh", "-c", f"/bin/true; exec {prog} 200"], out=out)
+                self.assertEqual(run.rc, 0, run.stderr)
+                self.assertNotIn("exists; writing the profile", run.stderr)
+                by_program = {os.path.basename(self.dump(p)["process"]["exe"]): p for p in run.profiles}
+                self.assertIn(os.path.basename(prog), by_program, run.profiles)
+                busiest = by_program[os.path.basename(prog)]
+                root = os.path.join(self.dir, out)
+                self.assertNotEqual(busiest, root)
+                line = run.stderr.strip().splitlines()[-1]
+                self.assertIn(f"the most allocator calls are in {busiest} ({os.path.basename(prog)}, ", line)
+                self.assertTrue(line.endswith(f"allocscope report {busiest}"), line)
+                shell = os.path.basename(self.dump(root)["process"]["exe"])
+                self.assertIn(f"{root} is {shell}'s", line)
+        # A single process names no other profile.
+        run = self.record([target("threads_short-glibc"), "10"], out="alone.asp")
+        self.assertEqual(run.rc, 0, run.stderr)
+        self.assertNotIn("the most allocator calls", run.stderr)
+        self.assertEqual(run.stderr.strip().splitlines()[-1],
+                         f"allocscope: profile written to {os.path.join(self.dir, 'alone.asp')}")
+
     def test_previous_ld_preload_is_kept(self):
         run = self.record(["/bin/sh", "-c", 'echo "LD_PRELOAD=$LD_PRELOAD"'],
                           env={"LD_PRELOAD": "libxxhash.so.0"})
