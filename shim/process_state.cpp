@@ -277,8 +277,9 @@ bool write_header() {
 // program — in which each image after the first takes <path>.<pid>.  Expected, and `record`
 // names them all; only a file left by another process is worth a line on stderr.
 bool written_by_this_process(const char* path, int pid) {
-  const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return false;
+  // Non-blocking: a FIFO at the path must not hold the program up (a read of it then fails).
+  const long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
+  if (sys::failed(fd)) return false;
   constexpr size_t kAt = sizeof(format::FileHeader);
   unsigned char buf[kAt + sizeof(format::ChunkHeader) + sizeof(format::ProcessInfo)];
   const long n = sys::call(SYS_pread64, fd, reinterpret_cast<long>(buf), sizeof buf, 0);
