@@ -249,10 +249,12 @@ class HostileEnvironment(RobustnessCase):
             f.write("precious")
         paths = {"file": os.path.join(self.dir, "exists.asp"),
                  "symlink": os.path.join(self.dir, "link.asp"),
-                 "dangling symlink": os.path.join(self.dir, "dangling.asp")}
+                 "dangling symlink": os.path.join(self.dir, "dangling.asp"),
+                 "fifo": os.path.join(self.dir, "fifo.asp")}
         shutil.copy(victim, paths["file"])
         os.symlink(victim, paths["symlink"])
         os.symlink(os.path.join(self.dir, "created-through-a-link"), paths["dangling symlink"])
+        os.mkfifo(paths["fifo"])  # read to see whose profile it is: must not block
         prog = [torture("proc-glibc"), "fork"]
         plain = self.run_plain(prog)
         for case, out in paths.items():
