@@ -125,7 +125,9 @@ FaultEstimate thread_faults_in_calls(const ThreadFaultSample& sample, const Cell
     unread += static_cast<double>(c.unread_most) * calls / static_cast<double>(c.timed);
     if (key.bucket == kBucketUnknown) {
       for (const auto& [k, sc] : sample.cells) {
-        if (k.op == key.op) weights[sc.id].op += calls / n, weights[sc.id].op_mean = m;
+        if (k.op != key.op) continue;
+        weights[sc.id].op += calls / n;
+        weights[sc.id].op_mean = m;
       }
     } else {
       weights[c.id].own += calls / n;
