@@ -49,9 +49,9 @@ class CpuHog:
 
 
 class VerdictCase(E2ETestCase):
-    def verdict(self, program, threads, iters, allocator=None, name="run.asp", sample=None):
+    def verdict(self, program, threads, iters, allocator=None, name="run.asp", sample=None, env=None):
         path = bench_program(program) if program.startswith(("xthread-", "mixed-")) else target(program)
-        run = self.record([path, str(threads), str(iters)], allocator=allocator, out=name, sample=sample)
+        run = self.record([path, str(threads), str(iters)], allocator=allocator, out=name, sample=sample, env=env)
         self.assertEqual(run.rc, 0, run.stderr)
         proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -175,6 +175,16 @@ class GlobalLocks(VerdictCase):
             self.assert_lock(self.verdict("harness-glibc", 2, 600_000, allocator=test_allocator("spinlock"))[0])
 
 
+    def test_global_rwlock(self):
+        # One rwlock taken for writing around every call: a lock of another kind than the mutex.
+        self.assert_lock(self.verdict("mixed-glibc", 4, 200_000, allocator=test_allocator("rwlock"))[0])
+
+    def test_glibc_limited_to_one_arena_without_its_cache(self):
+        # A real allocator's global lock: every call takes the one arena's mutex.
+        tunables = {"GLIBC_TUNABLES": "glibc.malloc.arena_max=1:glibc.malloc.tcache_count=0"}
+        self.assert_lock(self.verdict("harness-glibc", 4, 1_500_000, env=tunables)[0])
+
+
 class SleepsBehindOtherSizes(VerdictCase):
     """Calls that sleep inside the allocator behind a call of a size twice apart (docs/analysis.md,
     "Sleep pairs"): one lock serves both.  Two threads, where every moment can be accounted for;
@@ -261,6 +271,15 @@ class NoGlobalLock(VerdictCase):
     def test_glibc_beside_a_cpu_hog(self):
         with CpuHog():
             self.assert_no_lock(self.verdict("harness-glibc", 4, 1_500_000)[0])
+
+    def test_locks_that_threads_share_in_turn(self):
+        # Four mutexes, thread k on lock k % 4: at 8 threads pairs of threads exclude each other,
+        # as threads that share an arena do, and the sleepers wait on four words.
+        self.assert_no_lock(self.verdict("mixed-glibc", 8, 100_000, allocator=test_allocator("stripes"))[0])
+
+    def test_a_lock_on_the_large_sizes_only(self):
+        # One mutex for 4 KiB and up, none below: contention on one path, not one lock for all.
+        self.assert_no_lock(self.verdict("mixed-glibc", 8, 100_000, allocator=test_allocator("biglock"))[0])
 
     def test_jemalloc_sixteen_threads(self):
         if not any(os.path.exists(os.path.join(d, "libjemalloc.so.2"))
