@@ -41,7 +41,6 @@ namespace allocscope::cost {
 constexpr unsigned kBucketSlots = 256;        // size buckets and kBucketUnknown
 constexpr unsigned kInsideRows = 64;          // by_inside rows; more threads inside are folded into the last
 constexpr uint64_t kMinTimedForBound = 5;     // timed calls a cell needs before its spread bounds anything
-constexpr size_t kMinWindowsForBound = 5;     // timing windows a sampled run needs for an error bound
 
 inline size_t cell_index(unsigned op, unsigned bucket) { return op * kBucketSlots + bucket; }
 

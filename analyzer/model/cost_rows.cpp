@@ -434,12 +434,12 @@ CostReport describe_profile(const Profile& profile, const ClassGrid& grid, Repor
   r.threads = static_cast<uint32_t>(profile.threads_seen());
   r.sample_every = cal ? cal->sample_every : 0;
   // Sparse calls: with no call timed, was it the calls that were few, or the run that was short?
-  // A run of 256 sampling periods or more holds as many timing windows (about 0.2 s at 2^21
-  // ticks of 2.6 GHz): calls that came as often as one a period would have met some of them.
-  if (cal && cal->tick_hz && cal->window_shift < 63 && r.wall_ns) {
+  // A run of 256 sampling periods or more holds as many timing windows (about 0.26 s at 2^21
+  // ticks of 2.1 GHz): calls that came as often as one a period would have met some of them.
+  if (cal && cal->window_shift < 63 && r.wall_ns) {
     constexpr double kManyPeriods = 256;
-    const double period_ns = std::ldexp(1.0, static_cast<int>(cal->window_shift)) * 1e9 / static_cast<double>(cal->tick_hz);
-    r.sparse_calls = *r.wall_ns >= kManyPeriods * period_ns;
+    const double period_ns = static_cast<double>(profile.ticks_to_ns(uint64_t{1} << cal->window_shift));
+    r.sparse_calls = period_ns > 0 && *r.wall_ns >= kManyPeriods * period_ns;
   }
   return r;
 }

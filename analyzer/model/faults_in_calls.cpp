@@ -147,8 +147,7 @@ FaultEstimate thread_faults_in_calls(const ThreadFaultSample& sample, const Cell
     if (!cluster.empty()) ++units;
     by_windows += z * z;
   }
-  constexpr uint64_t kMinUnits = 5;  // as the allocator time's bound (docs/analysis.md)
-  if (units >= kMinUnits) {
+  if (units >= cost::kMinWindowsForBound) {
     variance = std::max(variance, by_windows * static_cast<double>(units) / static_cast<double>(units - 1));
   } else {
     variance = std::max(variance, estimate * estimate / 9);  // 3 σ: the estimate itself

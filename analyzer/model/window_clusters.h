@@ -10,6 +10,11 @@
 
 namespace allocscope::cost {
 
+// Timing windows (clusters) a sampled estimate needs before their spread bounds anything: with
+// fewer, its bound is the estimate itself (docs/analysis.md, "Error bounds").  Every bound over
+// windows takes it from here: the allocator time's and the faults inside calls'.
+constexpr size_t kMinWindowsForBound = 5;
+
 // Sums of the timed calls of each timing window, per cell: the windows are the sampling units of
 // an error bound (calls of one window are timed together, so they are not independent draws).
 // At most kMaxClusters clusters are kept: when full, neighbouring clusters merge pairwise and each

@@ -5,6 +5,9 @@
 //   FileHeader                      (64 bytes, once)
 //   Chunk*                          (ChunkHeader + payload, appended by any thread)
 //
+// The first chunk is always the Process chunk (the shim reads a file's pid back from there to
+// tell an earlier image of its own process from a stranger's file: process_state.cpp).
+//
 // Every chunk is written by one write(2) on an O_APPEND descriptor, so chunks never interleave and
 // a file cut short (crash, _exit, SIGKILL, full disk) still reads up to its last whole chunk.
 // Every payload is checked by XXH3_64bits (xxHash) over its bytes.  All integers are little-endian
