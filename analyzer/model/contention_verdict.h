@@ -126,7 +126,7 @@ struct ContentionInputs {
   ExclusionMeasure allocating, freeing;
   CoincidenceMeasure ends, ends_across;   // completion_coincidence.h: all pairs; pairs of different classes
   double ends_near_ns = 0;                // the near zone of that measure
-  uint32_t busy_threads = 0;              // threads with >= 1 % of the calls
+  uint32_t busy_threads = 0;              // cost_model.h busy_thread
   uint64_t timed = 0;                     // timed calls
   uint32_t sample_every = 0;              // the profile's sampling: 1/N of the time timed (0: nothing, by choice)
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;  // sampled calls; with nvcsw; with nivcsw

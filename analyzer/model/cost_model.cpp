@@ -16,14 +16,9 @@ namespace cost {
 
 namespace {
 
-constexpr double kBusyThreadShare = 0.01;     // threads with at least this share of the calls are "busy"
 constexpr double kPreemptedSeconds = 100e-6;  // a call this long that did not block was descheduled
 constexpr double kCoincidenceNearSeconds = 20e-9;  // least width of the near zone of the ends' measure
 
-// A busy thread: one that made at least kBusyThreadShare of the process's calls.
-bool busy_thread(uint64_t calls, uint64_t all_calls) {
-  return calls > 0 && static_cast<double>(calls) >= kBusyThreadShare * static_cast<double>(all_calls);
-}
 
 // Threads by serial: the index in profile.threads, or -1.
 std::vector<int32_t> thread_of_serials(const Profile& profile) {
@@ -136,9 +131,13 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
   std::vector<CallEnd> ends;
   std::vector<ThreadSpan> span_of_serial(thread_of_serial.size());
   uint64_t all_calls = 0;
-  for (const ThreadProfile& t : profile.threads) all_calls += t.total().calls;
+  size_t calling = 0;
+  for (const ThreadProfile& t : profile.threads) {
+    all_calls += t.total().calls;
+    calling += t.total().calls > 0;
+  }
   for (const ThreadProfile& t : profile.threads)
-    span_of_serial[t.serial] = ThreadSpan{t.first_tick, t.last_tick, busy_thread(t.total().calls, all_calls)};
+    span_of_serial[t.serial] = ThreadSpan{t.first_tick, t.last_tick, busy_thread(t.total().calls, all_calls, calling)};
   SleepPairTally sleep_pairs(std::move(span_of_serial));
   std::vector<uint8_t> slept;
   WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
@@ -217,9 +216,9 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
     c.occupancy = p2.sweep.inside_ticks() / static_cast<double>(p2.sweep.busy_ticks());
   }
   c.max_inside = p2.sweep.max_inside;
-  for (const auto& t : r.threads_rows) {
-    c.busy_threads += busy_thread(t.calls, r.calls);
-  }
+  size_t calling = 0;
+  for (const auto& t : r.threads_rows) calling += t.calls > 0;
+  for (const auto& t : r.threads_rows) c.busy_threads += busy_thread(t.calls, r.calls, calling);
   const double alone_mean = p2.by_inside[0].empty() ? 0 : p2.by_inside[0].mean();
   for (unsigned k = 0; k < kInsideRows; ++k) {
     const FineHistogram& h = p2.by_inside[k];
@@ -267,6 +266,13 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
 }  // namespace
 
 }  // namespace cost
+
+bool busy_thread(uint64_t calls, uint64_t all_calls, size_t calling_threads) {
+  constexpr double kShare = 0.01;      // of all calls, …
+  constexpr double kOfMean = 0.5;      // … or of the mean calling thread's, whichever is less
+  const double share = calling_threads ? std::min(kShare, kOfMean / static_cast<double>(calling_threads)) : kShare;
+  return calls > 0 && static_cast<double>(calls) >= share * static_cast<double>(all_calls);
+}
 
 const char* grouping_name(ReportGrouping by) {
   switch (by) {

@@ -120,7 +120,7 @@ struct Contention {
   double contended_share = 0;
   std::optional<double> occupancy;             // mean threads inside while at least one is
   uint32_t max_inside = 0;
-  uint32_t busy_threads = 0;                   // threads with >= 1 % of the calls
+  uint32_t busy_threads = 0;                   // busy_thread() below
   std::vector<InsideRow> by_inside;
   ContentionVerdict verdict;                   // contention_verdict.h: the evidence and what it shows
 };
@@ -217,6 +217,12 @@ struct CostReport {
   Verdict verdict;
   LockReport locks;                  // the program's own lock waits (record --locks): lock_report.h
 };
+
+// A busy thread: one that made at least 1 % of the process's calls, or at least half as many as
+// the mean of the threads that made calls (`calling_threads`: with more than 50 threads alike,
+// each makes less than 2 % of them).  A thread that only waits for its workers is not busy.  The
+// one definition of the threads a verdict counts and a diff measures its gap over.
+bool busy_thread(uint64_t calls, uint64_t all_calls, size_t calling_threads);
 
 // Reads and analyzes one profile file; throws ProfileError.
 CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options = {});

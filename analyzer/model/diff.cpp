@@ -21,10 +21,12 @@ namespace {
 
 constexpr double kWorkTolerance = 0.03;  // calls differing by more: the runs did different work
 
-// The threads a run's gap is measured over: those with at least 1 % of its calls (a thread that
-// only waits in pthread_join would otherwise count its idle time as part of the gap).
+// The threads a run's gap is measured over: its busy threads (cost_model.h busy_thread; a thread
+// that only waits in pthread_join would otherwise count its idle time as part of the gap).
 bool uses_allocator(const ThreadRow& t, const CostReport& r) {
-  return static_cast<double>(t.calls) >= 0.01 * static_cast<double>(r.calls);
+  size_t calling = 0;
+  for (const ThreadRow& row : r.threads_rows) calling += row.calls > 0;
+  return busy_thread(t.calls, r.calls, calling);
 }
 
 // Page faults: from the threads' rusage, less those taken inside allocator calls
@@ -135,7 +137,7 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   s.libc = r.libc;
   s.allocator = r.allocator;
   s.wall_ns = r.wall_ns;
-  // Thread time of the threads that use the allocator (≥ 1 % of the calls): a thread that only
+  // Thread time of the threads that use the allocator (busy_thread): a thread that only
   // waits in pthread_join would otherwise count its idle time as part of the gap.
   for (const auto& t : r.threads_rows) {
     if (uses_allocator(t, r)) s.thread_time_ns += t.lifetime_ns;

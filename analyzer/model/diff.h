@@ -54,13 +54,13 @@ struct RunSide {
   std::string file, program, libc, allocator;
   std::vector<std::string> args;         // the program's argv
   std::optional<double> wall_ns;
-  double thread_time_ns = 0;             // lifetimes of the threads with >= 1 % of the calls
+  double thread_time_ns = 0;             // lifetimes of the busy threads (cost_model.h busy_thread)
   double allocator_time_ns = 0, allocator_error_ns = 0;
   TimeSplit split;
   uint64_t calls = 0;
   uint64_t minor_faults = 0;             // all threads (rusage)
   double system_ns = 0;                  // all threads' system time (rusage)
-  double cpu_ns = 0;                     // CPU time (user + system) of the threads with >= 1 % of the calls
+  double cpu_ns = 0;                     // CPU time (user + system) of the busy threads
   double outside_cpu_ns = 0;             // … outside allocator calls: cpu_ns - (allocator time - waiting)
   double outside_off_cpu_ns = 0;         // time outside calls off the CPU (preempted or blocked)
   uint64_t voluntary_switches = 0, involuntary_switches = 0;  // the same threads' (rusage)

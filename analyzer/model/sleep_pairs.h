@@ -46,7 +46,7 @@
 namespace allocscope {
 
 // A thread's allocator calls span [first, last] ticks (ThreadProfile::first_tick, last_tick);
-// `busy`: it made at least 1 % of the calls.  The others are neither paired nor judged.
+// `busy`: cost_model.h busy_thread.  The others are neither paired nor judged.
 struct ThreadSpan {
   uint64_t first = 0, last = 0;
   bool busy = false;

@@ -162,6 +162,16 @@ const ClassRow& class_with(const CostReport& r, uint64_t size) {
 
 // ---- the fast / slow / waiting split ----
 
+TEST(CostModel, BusyThreadsAreOnePercentOrHalfTheMean) {
+  // A worker of 8 with an eighth of the calls, a main thread that only joins them.
+  EXPECT_TRUE(busy_thread(12'500, 100'000, 9));
+  EXPECT_FALSE(busy_thread(900, 100'000, 9));
+  // 128 workers alike, each 0.78 % of the calls: busy, all of them (half the mean: 0.39 %).
+  EXPECT_TRUE(busy_thread(78'000, 10'000'000, 129));
+  EXPECT_FALSE(busy_thread(30, 10'000'000, 129));
+  EXPECT_FALSE(busy_thread(0, 100, 0));
+}
+
 TEST(CostModel, SplitsKnownCallsExactly) {
   SyntheticThread t;
   // 1,000 calls made alone at 100 ticks: the uncontended cost of malloc(64) is 100.
