@@ -40,7 +40,11 @@ constexpr double kOneWordShare = 0.9;        // … this share of them on one wo
 constexpr uint64_t kMinProbes = 5;           // … and probes (peer_waits.h) that show ordinary allocations take it:
 constexpr double kHeldAfterSleeper = 0.5;    // … the next allocation held up after a sleeper was seen (lower bound), or
 constexpr double kProbesSlept = 0.05;        // … allocations asleep inside the allocator (lower bound above this)
+constexpr uint64_t kMinCrowdedWaits = 50;    // … or this many sleepers seen by the looks outside the windows, …
+constexpr double kCrowdedShare = 0.2;        // … in at least this share of them (lower bound)
+constexpr uint32_t kWordThreadsPerCpu = 8;   // with more busy threads per CPU, only the next allocation held up corroborates
 constexpr double kWordThreadsSd = 2;         // … from as many threads as one lock for all would leave, within this many σ (and two)
+constexpr double kWordThreadsShare = 0.9;    // … or this share of them
 constexpr uint64_t kMinUnmetProbes = 10;     // probes that met nobody, to say how often a call is held up alone
 constexpr uint64_t kMinApartProbes = 20;     // probes beside sizes twice apart, to compare with them
 constexpr uint64_t kMinAcrossMedian = 3;     // probes asleep beside sizes twice apart: across the median request
@@ -239,8 +243,34 @@ Rule by_shared_word(const ContentionInputs& in) {
   // kExcludedAbove): a lock on a path that few calls take leaves the met allocations as fast as
   // the others (scudo's batch-class lock: S 0.50-0.52 in the runs where it gathered sleepers).
   const bool met_wait = any_slower_than(in.allocating, kExcludedAbove);
-  if (!holds_up && !sleep_often && !met_wait) return std::nullopt;
-  const double need_threads = std::max(2.0, std::ceil(p.top_threads_expected - kWordThreadsSd * p.top_threads_sd));
+  // Or the threads inside allocator calls were found asleep on that word in a fifth or more of the
+  // looks outside the windows (which look at a thread inside any call, chosen at random: the lower
+  // end of Wilson's interval), kMinCrowdedWaits times or more: a lock that most of the calls in
+  // progress queue for.  A global mutex around a fast allocator (glibc's) hands its lock over
+  // before the sleepers wake, so the next allocation seldom waits (12-28 of 73-226 after a sleeper)
+  // and its met calls are too few to weigh under mixed sizes beside a CPU hog, while 29-82 % of its
+  // looks found a sleeper on it (90-765 of them); a lock on a path few calls take gathers a few:
+  // tcmalloc's page heap under blocks of 0.3-2 MiB at 8 and 16 threads, 15 and 18 sleepers in 413
+  // and 415 looks; scudo's batch-class lock, which every refill and drain takes, 8 % of the looks
+  // under the stress harness at 16 threads (docs/analysis.md).
+  const bool crowded = in.cpus > 0 && p.top_waits_outside >= kMinCrowdedWaits &&
+                       wilson_low(p.top_waits_outside, p.outside_looks) >= kCrowdedShare;
+  // With many threads per CPU, only the next allocation held up says it.  There a lock on a path
+  // that every size class takes now and then gathers the threads as one lock for all does: scudo's
+  // batch-class lock, which its refills and drains take, held 362 of 370 sleepers seen, of 113 of
+  // the stress harness's 128 threads on 2 CPUs, in 20 % of the looks, and its met allocations ran
+  // slower (0.69, 66 calls) — while the next allocation after a sleeper ran on, 143 times of 143.
+  // musl's and mallocng's at 32 and 64 threads: held up 149-225 times of 149-226, in 10-13 % of
+  // the looks (docs/analysis.md).
+  const bool crammed = in.cpus > 0 && in.busy_threads > kWordThreadsPerCpu * in.cpus;
+  if (!holds_up && (crammed || (!sleep_often && !met_wait && !crowded))) return std::nullopt;
+  // As many threads as one lock for all would leave, within kWordThreadsSd σ — or nine in ten of
+  // them: with many sleepers the spread of that number is a fraction of one thread, and one thread
+  // of 64 that seldom slept (musl's stress harness, 63 of 63.9 ± 0.3) is not a lock that only some
+  // threads take.
+  const double expected = p.top_threads_expected;
+  const double need_threads =
+      std::max(2.0, std::ceil(std::min(expected - kWordThreadsSd * p.top_threads_sd, kWordThreadsShare * expected)));
   if (p.futex_waits < kMinWordWaits || p.top_share() < kOneWordShare ||
       static_cast<double>(p.top_threads) < need_threads || p.top_allocating_threads < 2 || !p.top_sizes_apart ||
       !p.top_spans_median)
@@ -404,7 +434,13 @@ Decision decide(const ContentionInputs& in) {
   if (in.busy_threads < 2) return Decision{ContentionKind::SingleThread, ContentionReason::OneThread, 1.0};
   if (in.timed == 0) return Decision{ContentionKind::Unsure, ContentionReason::NotTimed, 0};
   if (const Rule d = by_holds(in)) return *d;
-  if (const Rule d = by_turns(in)) return *d;
+  // Turns that cannot say whether they span the size classes (too few ends of sizes twice apart)
+  // leave the words to say it: one futex word that every thread and size sleeps on.
+  if (const Rule d = by_turns(in)) {
+    if (d->reason == ContentionReason::MixedClasses)
+      if (const Rule w = by_shared_word(in)) return *w;
+    return *d;
+  }
   if (const Rule d = by_shared_word(in)) return *d;
   if (const Rule d = by_probe_sleeps(in)) return *d;
   if (const Rule d = by_sleep_pairs(in)) return *d;

@@ -184,6 +184,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
   for (const Joined& j : joined_) {
     if (!is_futex_wait(j.wait.syscall, j.wait.arg1) || j.wait.arg0 != top->first) continue;
     threads.insert(j.serial);
+    m.top_waits_outside += format::peer_call_untimed(j.wait.peer_start_tick);
     if (j.allocating) allocating_threads.insert(j.serial);
     if (!j.allocating || !j.sized) continue;
     ++m.top_allocating;

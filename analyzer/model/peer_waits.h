@@ -31,6 +31,7 @@ struct PeerWaitMeasure {
   uint64_t map_syscalls = 0;  // of which in a call on the process's memory map (mmap, munmap, mremap, madvise, brk, mprotect)
   uint64_t words = 0;        // distinct futex words waited on
   uint64_t top_waits = 0;    // futex waits on the word most waited on
+  uint64_t top_waits_outside = 0;  // … of them seen by looks outside the windows (of outside_looks)
   uint32_t top_threads = 0;  // distinct threads whose calls waited on it
   uint32_t top_allocating_threads = 0;  // … in allocating calls (a consumer's frees that sleep on its producer's arena are not)
   // How many distinct threads its sleepers would come from if each were drawn from the threads in

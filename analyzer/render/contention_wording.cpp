@@ -73,7 +73,8 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
     items.push_back({"sleepers_on_one_word", in.peers.top_share(),
                      fmt::format("of the {} calls another thread saw asleep inside the allocator in a futex wait ({} "
                                  "looks at threads inside calls: {} at calls timed for 2 µs or more, {} outside the "
-                                 "timing windows), the share that waited on the word most waited on ({} words in all); "
+                                 "timing windows), the share that waited on the word most waited on ({} words in all; "
+                                 "{} of the looks outside the windows found a thread asleep on it); "
                                  "they came from {} threads ({:.1f} ± {:.1f} if drawn from every thread's calls, as "
                                  "one lock for all would leave them; {} of them asleep in allocating calls), its "
                                  "allocating calls of sizes {}–{} B; the "
@@ -81,7 +82,7 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  "of {} times after seeing a sleeper there and {} of {} times after other looks (1, "
                                  "from every thread and size, holding up the next allocation: one lock for all)",
                                  in.peers.futex_waits, in.peers.looks, in.peers.looks - in.peers.outside_looks,
-                                 in.peers.outside_looks, in.peers.words, in.peers.top_threads,
+                                 in.peers.outside_looks, in.peers.words, in.peers.top_waits_outside, in.peers.top_threads,
                                  in.peers.top_threads_expected, in.peers.top_threads_sd,
                                  in.peers.top_allocating_threads, in.peers.top_min_size,
                                  in.peers.top_max_size, in.peers.probes_after_sleeper_held,
@@ -241,10 +242,13 @@ std::string contention_reason(const ContentionVerdict& v) {
     case ContentionReason::SleepersOnOneWord:
       return fmt::format("calls asleep inside the allocator wait on one lock: {} of the {} calls seen asleep in a "
                          "futex wait waited on one word, calls of {} threads ({:.1f} if every thread's calls were as "
-                         "likely to) among them allocating calls of sizes from {} to {} bytes{} ({}); one lock serves "
-                         "every thread and size class",
+                         "likely to) among them allocating calls of sizes from {} to {} bytes; {} of the {} looks "
+                         "outside the timing windows found a thread asleep on it, and the looking thread's next "
+                         "allocation was held up {} times of {} after one{} ({}); one lock serves every thread and "
+                         "size class",
                          in.peers.top_waits, in.peers.futex_waits, in.peers.top_threads, in.peers.top_threads_expected,
-                         in.peers.top_min_size, in.peers.top_max_size,
+                         in.peers.top_min_size, in.peers.top_max_size, in.peers.top_waits_outside,
+                         in.peers.outside_looks, in.peers.probes_after_sleeper_held, in.peers.probes_after_sleeper,
                          in.slow_slept ? fmt::format(", {}", slept_text(in)) : std::string(),
                          measure_text(a));
     case ContentionReason::ProbesSleepApart:

@@ -328,6 +328,20 @@ class LooksOutsideTheWindows(VerdictCase):
         # class share, while allocations run side by side: not one lock for all.
         self.assert_no_lock(self.verdict("harness-glibc", 8, 1_500_000, allocator="scudo")[0])
 
+    def test_scudo_refills_at_sixty_four_threads_per_cpu(self):
+        # With 128 threads on 2 CPUs scudo's lock for its refills and drains gathers most sleepers
+        # and met calls run slower (docs/analysis.md, "Where do sleeping calls wait?"), yet the next
+        # allocation after a sleeper runs on: still not one lock for all.  And 128 threads alike,
+        # each under 1 % of the calls, are 128 busy threads, not one.
+        c, j = self.verdict("harness-glibc", 128, 80_000, allocator="scudo")
+        self.assert_no_lock(c)
+        self.assertGreaterEqual(j["busy_threads"], 100, j["busy_threads"])
+
+    def test_musl_sixty_four_threads(self):
+        c, j = self.verdict("harness-musl", 64, 4_000)
+        self.assert_lock(c)
+        self.assertGreaterEqual(j["busy_threads"], 50, j["busy_threads"])
+
     def test_spin_lock_two_threads_mixed_sizes(self):
         # A spin lock around glibc's malloc: its waiters never sleep and its critical sections are
         # short, so calls seldom take turns visibly; the probes between the looks are many, and

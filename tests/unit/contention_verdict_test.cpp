@@ -737,6 +737,28 @@ TEST(ContentionVerdict, SleepersOnSeveralWordsOrOfFewThreadsAreNotOneLock) {
   mapping.looks = 200;
   mapping.map_syscalls = 60;
   EXPECT_NE(judge_words(mapping, 8, false).kind, ContentionKind::GlobalLock);
+  // A global mutex around a fast allocator under mixed sizes beside a CPU hog: the next allocation
+  // is seldom held up and met calls are too few to weigh, but the looks outside the windows find
+  // most threads inside calls asleep on the word (533 of 907): a lock the calls in progress queue
+  // for.  A lock on a path few calls take gathers few (tcmalloc's page heap: 15 of 413 looks), and
+  // so do too few looks (40 of 80).
+  PeerWaitMeasure crowded = rare;
+  crowded.outside_looks = 907;
+  crowded.futex_waits = crowded.top_waits = crowded.top_waits_outside = 533;
+  EXPECT_EQ(judge_words(crowded, 8, false).kind, ContentionKind::GlobalLock);
+  crowded.futex_waits = crowded.top_waits = crowded.top_waits_outside = 15;
+  crowded.outside_looks = 413;
+  EXPECT_NE(judge_words(crowded, 8, false).kind, ContentionKind::GlobalLock);
+  crowded.futex_waits = crowded.top_waits = crowded.top_waits_outside = 40;
+  crowded.outside_looks = 80;
+  EXPECT_NE(judge_words(crowded, 8, false).kind, ContentionKind::GlobalLock);
+  // … and crowding says nothing of sleepers confined to the large sizes (a lock for every size of
+  // 2 KiB and up: 697 of 895 looks under mixed sizes at 16 threads).
+  PeerWaitMeasure crowded_large = rare;
+  crowded_large.outside_looks = 895;
+  crowded_large.futex_waits = crowded_large.top_waits = crowded_large.top_waits_outside = 697;
+  crowded_large.top_spans_median = false;
+  EXPECT_NE(judge_words(crowded_large, 8, false).kind, ContentionKind::GlobalLock);
   // Too few probes after a sleeper to say (4 of 4), and none asleep.
   PeerWaitMeasure few_probes = rare;
   few_probes.probes_after_sleeper = few_probes.probes_after_sleeper_held = 4;
