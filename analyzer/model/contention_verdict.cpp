@@ -50,7 +50,8 @@ constexpr uint64_t kMinApartProbes = 20;     // probes beside sizes twice apart,
 constexpr uint64_t kMinAcrossMedian = 3;     // probes asleep beside sizes twice apart: across the median request
 constexpr double kMapSyscallShare = 0.1;     // looks at threads in calls on the memory map: below this share for the probes' sleeps
 constexpr uint32_t kArenasPerCpu = 4;        // threads per CPU below which allocators give each thread its own arena
-constexpr uint64_t kMinHoldReleases = 3;      // hold calls released beside sizes apart that make one lock (by_holds)
+constexpr uint64_t kMinHoldReleases = 3;      // hold calls released beside sizes apart that make one lock (by_holds), …
+constexpr uint32_t kMinHoldThreads = 3;       // … joining this many threads (or every busy thread)
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -331,10 +332,15 @@ bool held_beside_others(const PeerWaitMeasure& p) {
 // the large sizes, as above); an allocator without locks lets the observer through.  Measured on
 // the matrix's allocators (docs/analysis.md): no release beside sizes apart for glibc, jemalloc,
 // mimalloc, scudo, tcmalloc or the per-class lock.  Not with more busy threads than kArenasPerCpu
-// per CPU, where allocators make threads share an arena and its lock.
+// per CPU, where allocators make threads share an arena and its lock.  And the releases must join
+// three threads or more (every busy thread, with two): one lock for all is let go by whichever
+// thread held it, while locks that pairs of threads share — arenas shared by two threads each —
+// only ever release a thread's partner (measured: four mutexes for eight threads, thread k on
+// lock k % 4, under mixed sizes: 7 releases, joining two threads, were called `global_lock`).
 Rule by_holds(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
-  if (in.cpus == 0 || in.busy_threads > kArenasPerCpu * in.cpus || p.holds_apart_low_released < kMinHoldReleases)
+  if (in.cpus == 0 || in.busy_threads > kArenasPerCpu * in.cpus || p.holds_apart_low_released < kMinHoldReleases ||
+      p.holds_apart_low_joined < std::min(kMinHoldThreads, in.busy_threads))
     return std::nullopt;
   const double n = static_cast<double>(p.holds), released = static_cast<double>(p.holds_apart_low_released) / n;
   return Decision{ContentionKind::GlobalLock, ContentionReason::HoldsReleasedApart,

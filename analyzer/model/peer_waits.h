@@ -90,6 +90,10 @@ struct PeerWaitMeasure {
   uint64_t holds = 0, holds_released = 0;
   uint64_t holds_apart_low_released = 0;
   uint32_t holds_apart_low_released_threads = 0;
+  // The most threads those releases join into one set, each joining its observer and the held
+  // thread that released it: one lock for all joins whichever threads held it; a lock that pairs
+  // of threads share (arenas shared by two threads each) joins pairs only.
+  uint32_t holds_apart_low_joined = 0;
   double apart_slept_share() const {
     return probes_apart ? static_cast<double>(probes_apart_slept) / static_cast<double>(probes_apart) : 0;
   }

@@ -3,25 +3,12 @@
 
 #include <algorithm>
 #include <bit>
-#include <numeric>
 
 #include "allocscope/ops.h"
 #include "allocscope/buckets.h"
 #include "model/completion_coincidence.h"
 
 namespace allocscope {
-namespace {
-
-
-uint32_t find(std::vector<uint32_t>& parent, uint32_t x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];
-    x = parent[x];
-  }
-  return x;
-}
-
-}  // namespace
 
 // call_size_group, folded into the bits of joined_groups_ (kUnknownGroup stays as it is).
 uint32_t SleepPairTally::bit_group(const format::Event& e) {
@@ -36,9 +23,7 @@ void SleepPairTally::grow(uint32_t serial) {
   const size_t n = static_cast<size_t>(serial) + 1;
   by_thread_.resize(n);
   calls_of_thread_.resize(n);
-  const size_t old = thread_parent_.size();
-  thread_parent_.resize(n);
-  std::iota(thread_parent_.begin() + static_cast<std::ptrdiff_t>(old), thread_parent_.end(), static_cast<uint32_t>(old));
+  threads_.grow(serial);
 }
 
 void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<const uint8_t> slept, uint64_t trusted_from) {
@@ -94,8 +79,7 @@ void SleepPairTally::add_window(std::span<const SweepItem> items, std::span<cons
     }
     if (inside != 1) continue;
     ++pairs_;
-    const uint32_t a = find(thread_parent_, it.thread), b = find(thread_parent_, static_cast<uint32_t>(partner));
-    if (a != b) thread_parent_[a] = b;
+    threads_.unite(it.thread, static_cast<uint32_t>(partner));
     const uint32_t group = bit_group(e);
     if (sizes_apart(group, partner_group)) {
       ++apart_;
@@ -136,13 +120,13 @@ SleepPairsMeasure SleepPairTally::measure() const {
   }
   m.joined_share = total ? static_cast<double>(largest) / static_cast<double>(total) : 0;
   // Busy threads: all in one set of threads joined by pairs, and the fewest allocating sleeps.
-  std::vector<uint32_t> parent = thread_parent_;
+  DisjointSets sets = threads_;
   int64_t root = -1;
   bool joined = true;
   bool any = false;
   for (uint32_t s = 0; s < spans_.size(); ++s) {
     if (!spans_[s].busy) continue;
-    const uint32_t r = s < parent.size() ? find(parent, s) : s;
+    const uint32_t r = sets.find(s);
     if (root < 0) root = r;
     joined = joined && static_cast<int64_t>(r) == root;
     const ThreadCalls tc = s < calls_of_thread_.size() ? calls_of_thread_[s] : ThreadCalls{};

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "model/window_sweep.h"
+#include "util/disjoint_sets.h"
 
 namespace allocscope {
 
@@ -89,7 +90,7 @@ class SleepPairTally {
     uint64_t releasing = 0, releasing_slept = 0;    // timed calls that release (ops.h releases()), and of them asleep
   };
   std::vector<ThreadCalls> calls_of_thread_;          // by serial
-  std::vector<uint32_t> thread_parent_;              // by serial: union-find of threads joined by pairs
+  DisjointSets threads_;                             // by serial: the threads joined by pairs
   static constexpr uint32_t kGroups = 64;           // size_group values (larger ones fold into the last)
   std::array<uint64_t, kGroups> calls_of_group_{};   // timed calls by size_group
   std::array<uint64_t, kGroups> joined_groups_{};    // bit g of [h]: an apart pair joined groups g and h

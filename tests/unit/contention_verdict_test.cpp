@@ -639,7 +639,8 @@ TEST(ContentionVerdict, ProbesHeldUpBesideSizesApartAloneAreNoLock) {
 
 // Holds (peer_waits.h): `holds` allocations timed while the threads inside calls were held,
 // `released` of them let go by a thread held in an allocation of a size apart; `busy` threads on 2 CPUs.
-ContentionVerdict judge_holds(uint64_t holds, uint64_t released, uint32_t threads, uint32_t busy) {
+ContentionVerdict judge_holds(uint64_t holds, uint64_t released, uint32_t threads, uint32_t busy,
+                              uint32_t joined = 3) {
   ContentionInputs in = inputs({met_and_alone(20000, 20000)}, {}, ends(1.0, 0.01));
   in.busy_threads = busy;
   in.cpus = 2;
@@ -648,6 +649,7 @@ ContentionVerdict judge_holds(uint64_t holds, uint64_t released, uint32_t thread
   in.peers.holds_released = released;
   in.peers.holds_apart_low_released = released;
   in.peers.holds_apart_low_released_threads = threads;
+  in.peers.holds_apart_low_joined = std::min(joined, busy);
   return judge_contention(in);
 }
 
@@ -668,6 +670,10 @@ TEST(ContentionVerdict, HoldsReleasedBesideSizesApartAreOneLock) {
   EXPECT_EQ(judge_holds(200, 2, 2, 2).kind, ContentionKind::None);
   // More than four busy threads per CPU: threads share arenas, and an arena's lock is held too.
   EXPECT_NE(judge_holds(200, 40, 9, 9).kind, ContentionKind::GlobalLock);
+  // Releases that join two threads of eight: a lock those two share (four mutexes for eight
+  // threads, thread k on lock k % 4), not one for all.
+  EXPECT_NE(judge_holds(80, 7, 2, 8, 2).kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(judge_holds(80, 7, 2, 8, 3).kind, ContentionKind::GlobalLock);
 }
 
 TEST(ContentionVerdict, ProbesHeldUpBesideOtherSizesForbidNone) {
