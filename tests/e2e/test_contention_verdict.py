@@ -236,9 +236,11 @@ class SwitchesInsideSlowCalls(VerdictCase):
         self.assertIn("slow_calls_slept", kinds, c)
         # "of N timed calls of 2 µs or more whose context switches were read"
         n = int(kinds["slow_calls_slept"]["meaning"].split()[1].replace(",", ""))
-        # A quarter of the harness's mallocs are in range (256-511 B of 16-1039 B), each 20 µs:
-        # in windows of 1/64 of the time, hundreds of them.
-        self.assertGreaterEqual(n, 50, c)
+        # A quarter of the harness's mallocs are in range (256-511 B of 16-1039 B), each 20 µs or
+        # more: in windows of 1/64 of the time, a window ends with the first of them a thread
+        # starts, and the run times 335-364 of them alone, 38 beside the rest of the suite.  Twenty
+        # keep the share below from resting on a handful.
+        self.assertGreaterEqual(n, 20, c)
         return kinds["slow_calls_slept"]["value"], kinds["slow_calls_preempted"]["value"]
 
     def test_calls_that_sleep_are_seen_sleeping(self):
