@@ -19,7 +19,6 @@ namespace {
 constexpr double kPreemptedSeconds = 100e-6;  // a call this long that did not block was descheduled
 constexpr double kCoincidenceNearSeconds = 20e-9;  // least width of the near zone of the ends' measure
 
-
 // Threads by serial: the index in profile.threads, or -1.
 std::vector<int32_t> thread_of_serials(const Profile& profile) {
   std::vector<int32_t> thread_of_serial;
