@@ -215,9 +215,7 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
     c.occupancy = p2.sweep.inside_ticks() / static_cast<double>(p2.sweep.busy_ticks());
   }
   c.max_inside = p2.sweep.max_inside;
-  size_t calling = 0;
-  for (const auto& t : r.threads_rows) calling += t.calls > 0;
-  for (const auto& t : r.threads_rows) c.busy_threads += busy_thread(t.calls, r.calls, calling);
+  for (const auto& t : r.threads_rows) c.busy_threads += t.busy;
   const double alone_mean = p2.by_inside[0].empty() ? 0 : p2.by_inside[0].mean();
   for (unsigned k = 0; k < kInsideRows; ++k) {
     const FineHistogram& h = p2.by_inside[k];

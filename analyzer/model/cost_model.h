@@ -93,6 +93,7 @@ struct ThreadRow {
   format::ThreadState state = format::ThreadState::Running;
   double lifetime_ns = 0;        // first allocator call to the last snapshot (exit)
   uint64_t calls = 0, timed = 0;
+  bool busy = false;             // busy_thread() below: the threads a verdict counts and a diff measures
   double time_ns = 0, error_ns = 0;
   bool unsure = false;           // is_unsure(time_ns, error_ns)
   double share = 0;              // of the thread's lifetime

@@ -21,13 +21,6 @@ namespace {
 
 constexpr double kWorkTolerance = 0.03;  // calls differing by more: the runs did different work
 
-// The threads a run's gap is measured over: its busy threads (cost_model.h busy_thread; a thread
-// that only waits in pthread_join would otherwise count its idle time as part of the gap).
-bool uses_allocator(const ThreadRow& t, const CostReport& r) {
-  size_t calling = 0;
-  for (const ThreadRow& row : r.threads_rows) calling += row.calls > 0;
-  return busy_thread(t.calls, r.calls, calling);
-}
 
 // Page faults: from the threads' rusage, less those taken inside allocator calls
 // (faults_in_calls.h).
@@ -115,7 +108,7 @@ void add_lock_times(RunSide& s, const CostReport& r) {
   const bool all_threads = s.thread_time_ns == r.thread_time_ns;
   std::set<uint32_t> counted;
   for (const auto& t : r.threads_rows) {
-    if (all_threads || uses_allocator(t, r)) counted.insert(t.serial);
+    if (all_threads || t.busy) counted.insert(t.serial);
   }
   for (const auto& [serial, ns] : r.locks.wait_ns_by_thread)
     if (counted.count(serial)) s.lock_wait_ns += ns;
@@ -140,14 +133,14 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   // Thread time of the threads that use the allocator (busy_thread): a thread that only
   // waits in pthread_join would otherwise count its idle time as part of the gap.
   for (const auto& t : r.threads_rows) {
-    if (uses_allocator(t, r)) s.thread_time_ns += t.lifetime_ns;
+    if (t.busy) s.thread_time_ns += t.lifetime_ns;
   }
   if (s.thread_time_ns <= 0) s.thread_time_ns = r.thread_time_ns;
   // The same threads' CPU time (rusage): what of their time outside calls was on the CPU; and
   // their context switches: voluntary ones (they blocked) against involuntary ones (preempted).
   double cpu_us = 0;
   for (const auto& t : r.threads_rows) {
-    if (!uses_allocator(t, r)) continue;
+    if (!t.busy) continue;
     if (t.rusage.utime_us != kRusageUnavailable && t.rusage.stime_us != kRusageUnavailable)
       cpu_us += static_cast<double>(t.rusage.utime_us + t.rusage.stime_us);
     if (t.rusage.nvcsw != kRusageUnavailable) s.voluntary_switches += t.rusage.nvcsw;
