@@ -221,7 +221,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
 }
 
 void PeerWaitTally::measure_holds(std::optional<uint32_t> median, PeerWaitMeasure& m) const {
-  std::set<uint32_t> threads, joined;
+  std::set<uint32_t> threads;
   DisjointSets sets;
   for (const Profile::PeerLook& l : holds_) {
     const uint64_t x = l.wait.peer_start_tick;
@@ -236,13 +236,9 @@ void PeerWaitTally::measure_holds(std::optional<uint32_t> median, PeerWaitMeasur
     if (!sizes_apart(std::min(a, b), std::max(a, b)) || std::min(a, b) >= *median) continue;
     ++m.holds_apart_low_released;
     threads.insert(l.observer);
-    joined.insert(l.observer);
-    joined.insert(l.wait.peer_serial);
-    sets.unite(l.observer, l.wait.peer_serial);
+    m.holds_apart_low_joined = std::max(m.holds_apart_low_joined, sets.unite(l.observer, l.wait.peer_serial));
   }
   m.holds_apart_low_released_threads = static_cast<uint32_t>(threads.size());
-  std::map<uint32_t, uint32_t> set_size;
-  for (uint32_t t : joined) m.holds_apart_low_joined = std::max(m.holds_apart_low_joined, ++set_size[sets.find(t)]);
 }
 
 std::optional<uint32_t> PeerWaitTally::median_group() const {

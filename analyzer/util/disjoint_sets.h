@@ -14,6 +14,7 @@ class DisjointSets {
     if (id < parent_.size()) return;
     const size_t old = parent_.size();
     parent_.resize(static_cast<size_t>(id) + 1);
+    size_.resize(static_cast<size_t>(id) + 1, 1);
     std::iota(parent_.begin() + static_cast<std::ptrdiff_t>(old), parent_.end(), static_cast<uint32_t>(old));
   }
   // The set's representative; an id never grown is its own.
@@ -25,15 +26,21 @@ class DisjointSets {
     }
     return x;
   }
-  void unite(uint32_t a, uint32_t b) {
+  // Joins the sets of a and b; returns how many ids the joined set holds.
+  uint32_t unite(uint32_t a, uint32_t b) {
     grow(a > b ? a : b);
     a = find(a);
     b = find(b);
-    if (a != b) parent_[a] = b;
+    if (a != b) {
+      parent_[a] = b;
+      size_[b] += size_[a];
+    }
+    return size_[b];
   }
 
  private:
   std::vector<uint32_t> parent_;
+  std::vector<uint32_t> size_;  // by representative: ids in its set
 };
 
 }  // namespace allocscope
