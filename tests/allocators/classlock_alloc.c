@@ -76,15 +76,12 @@ static void family_before_malloc(size_t n) { next_class = class_of(n); }
 #define FAMILY_CLASS_OF_REQUEST(n) (next_class = class_of(n))
 #define FAMILY_CLASS_OF_BLOCK(p) (next_class = class_of((p) ? malloc_usable_size_of(p) : 0))
 
-static void before_fork(void) {
+static void family_before_fork(void) {
   for (int c = 0; c < CLASSES; ++c) pthread_mutex_lock(&locks[c].mutex);
 }
-static void after_fork(void) {
+static void family_after_fork(void) {
   for (int c = CLASSES - 1; c >= 0; --c) pthread_mutex_unlock(&locks[c].mutex);
 }
 
-__attribute__((constructor)) static void register_fork_handlers(void) {
-  pthread_atfork(before_fork, after_fork, after_fork);
-}
-
+#define FAMILY_FORK_LOCKS
 #include "family.h"

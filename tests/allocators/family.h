@@ -65,6 +65,22 @@ typedef size_t malloc_usable_size_fn(void *);
 #define FAMILY_CLASS_OF_BLOCK(p) ((void)0)
 #endif
 
+/* Optional: an allocator whose hooks take locks defines FAMILY_FORK_LOCKS and two functions,
+ *
+ *   static void family_before_fork(void);  takes every lock
+ *   static void family_after_fork(void);   releases them (in the parent and in the child)
+ *
+ * registered here with pthread_atfork, so that a child never inherits a lock held by a thread that
+ * no longer exists. */
+#ifdef FAMILY_FORK_LOCKS
+#include <pthread.h>
+static void family_before_fork(void);
+static void family_after_fork(void);
+__attribute__((constructor)) static void family_register_fork_handlers(void) {
+  pthread_atfork(family_before_fork, family_after_fork, family_after_fork);
+}
+#endif
+
 /* The usable size of a block, from glibc, outside the hooks. */
 __attribute__((unused)) static size_t malloc_usable_size_of(void *p) {
   FAMILY_NEXT(malloc_usable_size);

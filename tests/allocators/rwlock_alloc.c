@@ -12,11 +12,8 @@ static void family_enter(void) { pthread_rwlock_wrlock(&lock); }
 static void family_leave(void) { pthread_rwlock_unlock(&lock); }
 static void family_before_malloc(size_t n) { (void)n; }
 
-static void before_fork(void) { pthread_rwlock_wrlock(&lock); }
-static void after_fork(void) { pthread_rwlock_unlock(&lock); }
+static void family_before_fork(void) { pthread_rwlock_wrlock(&lock); }
+static void family_after_fork(void) { pthread_rwlock_unlock(&lock); }
 
-__attribute__((constructor)) static void register_fork_handlers(void) {
-  pthread_atfork(before_fork, after_fork, after_fork);
-}
-
+#define FAMILY_FORK_LOCKS
 #include "family.h"

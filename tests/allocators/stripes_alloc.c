@@ -24,15 +24,12 @@ static void family_enter(void) {
 static void family_leave(void) { pthread_mutex_unlock(&stripes[mine].mutex); }
 static void family_before_malloc(size_t n) { (void)n; }
 
-static void before_fork(void) {
+static void family_before_fork(void) {
   for (int i = 0; i < STRIPES; ++i) pthread_mutex_lock(&stripes[i].mutex);
 }
-static void after_fork(void) {
+static void family_after_fork(void) {
   for (int i = STRIPES - 1; i >= 0; --i) pthread_mutex_unlock(&stripes[i].mutex);
 }
 
-__attribute__((constructor)) static void register_fork_handlers(void) {
-  pthread_atfork(before_fork, after_fork, after_fork);
-}
-
+#define FAMILY_FORK_LOCKS
 #include "family.h"
