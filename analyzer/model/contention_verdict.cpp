@@ -51,7 +51,7 @@ constexpr uint64_t kMinAcrossMedian = 3;     // probes asleep beside sizes twice
 constexpr double kMapSyscallShare = 0.1;     // looks at threads in calls on the memory map: below this share for the probes' sleeps
 constexpr uint32_t kArenasPerCpu = 4;        // threads per CPU below which allocators give each thread its own arena
 constexpr uint64_t kMinHoldReleases = 3;      // hold calls released beside sizes apart that make one lock (by_holds), …
-constexpr uint32_t kMinHoldThreads = 3;       // … joining this many threads (or every busy thread)
+constexpr uint32_t kMinHoldThreads = 3;       // … joining this many threads and more than half the busy ones
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -337,10 +337,13 @@ bool held_beside_others(const PeerWaitMeasure& p) {
 // thread held it, while locks that pairs of threads share — arenas shared by two threads each —
 // only ever release a thread's partner (measured: four mutexes for eight threads, thread k on
 // lock k % 4, under mixed sizes: 7 releases, joining two threads, were called `global_lock`).
+// And more than half the busy threads: two kinds of shared locks chain pairs into larger sets
+// (the same mutexes under producer/consumer frees, where a consumer also takes its producer's
+// glibc arena: 3 releases joined four threads of eight).
 Rule by_holds(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
   if (in.cpus == 0 || in.busy_threads > kArenasPerCpu * in.cpus || p.holds_apart_low_released < kMinHoldReleases ||
-      p.holds_apart_low_joined < std::min(kMinHoldThreads, in.busy_threads))
+      p.holds_apart_low_joined < std::min(kMinHoldThreads, in.busy_threads) || 2 * p.holds_apart_low_joined <= in.busy_threads)
     return std::nullopt;
   const double n = static_cast<double>(p.holds), released = static_cast<double>(p.holds_apart_low_released) / n;
   return Decision{ContentionKind::GlobalLock, ContentionReason::HoldsReleasedApart,

@@ -665,7 +665,7 @@ TEST(ContentionVerdict, HoldsReleasedBesideSizesApartAreOneLock) {
   for (const EvidenceItem& e : contention_evidence(v))
     shown = shown || (e.kind == "holds_released_beside_sizes_apart" && std::abs(e.value - 23.0 / 60) < 1e-12);
   EXPECT_TRUE(shown);
-  EXPECT_EQ(judge_holds(200, 3, 1, 8).kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(judge_holds(200, 3, 1, 8, 5).kind, ContentionKind::GlobalLock);
   // Too few releases: the timed calls decide ("none" here).
   EXPECT_EQ(judge_holds(200, 2, 2, 2).kind, ContentionKind::None);
   // More than four busy threads per CPU: threads share arenas, and an arena's lock is held too.
@@ -673,7 +673,12 @@ TEST(ContentionVerdict, HoldsReleasedBesideSizesApartAreOneLock) {
   // Releases that join two threads of eight: a lock those two share (four mutexes for eight
   // threads, thread k on lock k % 4), not one for all.
   EXPECT_NE(judge_holds(80, 7, 2, 8, 2).kind, ContentionKind::GlobalLock);
-  EXPECT_EQ(judge_holds(80, 7, 2, 8, 3).kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(judge_holds(80, 7, 2, 8, 5).kind, ContentionKind::GlobalLock);
+  // Releases that join four threads of eight, half of them: two kinds of shared locks chained
+  // (measured: the four mutexes under producer/consumer frees at eight threads, where a consumer
+  // also takes its producer's glibc arena; threads 2-6 and 3-7 on one mutex each, 6-7 on an arena).
+  EXPECT_NE(judge_holds(28, 3, 3, 8, 4).kind, ContentionKind::GlobalLock);
+  EXPECT_EQ(judge_holds(28, 3, 3, 4, 3).kind, ContentionKind::GlobalLock);
 }
 
 TEST(ContentionVerdict, ProbesHeldUpBesideOtherSizesForbidNone) {
