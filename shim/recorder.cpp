@@ -177,9 +177,21 @@ void fault_reading(ThreadCtx& t, const format::Rusage& ru, uint64_t tick) {
   t.flt_end = tick;
 }
 
+// The thread's switch counts as of `tick`: a reading the next slow call's switches are counted
+// against (note_switches).  Any reading serves, the one a timed call takes before it starts too:
+// that call then needs no second one after it unless it was slow.
+void switch_reading(ThreadCtx& t, const format::Rusage& ru, uint64_t tick) {
+  if (ru.nvcsw == ~uint64_t{0}) return;
+  t.sw_valid = 1;
+  t.sw_nvcsw = ru.nvcsw;
+  t.sw_nivcsw = ru.nivcsw;
+  t.sw_end = tick;
+}
+
 // The context switches of a slow timed call (format.h kEvSwitches), without a read before it:
 // the thread's switch counts are read after every slow call and after every call that follows a
-// gap longer than switch_ticks, and the reading stays good while the thread's timed calls follow
+// gap longer than switch_ticks (unless the call's start read them: switch_reading), and the
+// reading stays good while the thread's timed calls follow
 // each other closely: a thread cannot sleep, or wait for a CPU, in less than switch_ticks between
 // two calls, so the switches since the last reading happened inside this call.  Those reads are
 // bounded by window_len / switch_ticks per window and thread; `read`: one taken after the call
@@ -222,10 +234,7 @@ void note_switches(ThreadCtx& t, format::Event& e, uint64_t t0, uint64_t t1, con
     e.minflt = saturate16(read->minflt - t.flt_minflt);
   }
   if (fgap) fault_reading(t, *read, t1);
-  t.sw_valid = 1;
-  t.sw_nvcsw = read->nvcsw;
-  t.sw_nivcsw = read->nivcsw;
-  t.sw_end = t1;
+  switch_reading(t, *read, t1);
 }
 
 // The rusage probe of 1 timed call in cpu_sample_every; `now` is the call's start tick so far.
@@ -246,6 +255,7 @@ uint64_t maybe_sample_cpu(ThreadCtx& t, const SamplingConfig& c, uint64_t now) {
     read_thread_rusage(ru);
     now = ticks();
     fault_reading(t, ru, now);
+    if (c.switch_ticks) switch_reading(t, ru, now);
   }
   return now;  // one clock read serves both the decision and the start (it costs ~12 ns here)
 }

@@ -253,6 +253,31 @@ class SwitchesInsideSlowCalls(VerdictCase):
         slept, _ = self.slow_calls(sleep=False)
         self.assertLessEqual(slept, 0.05)
 
+    def slow_calls_after_gaps(self, sleep):
+        # Every malloc follows about 3 µs of the program's own work (fixed_duration's WORK rounds),
+        # so the switch counts read after the previous call are too old to count this one's: the
+        # reading its start takes (for its page faults) must serve.  Measured alone over 0.7 s:
+        # 116 slow calls read when they sleep, 352 when they spin; the shim before the change read
+        # none of the first and 4 of the second.
+        env = {"SPIN_ALLOC_RANGE": "256-511", "SPIN_ALLOC_NS": "20000", "SPIN_ALLOC_SLEEP": "1" if sleep else "0"}
+        run = self.record([target("fixed_duration-glibc"), "2", "1500", "10000"], allocator=test_allocator("spin"),
+                          env=env, out=f"gaps-{int(sleep)}.asp")
+        self.assertEqual(run.rc, 0, run.stderr)
+        proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        c = json.loads(proc.stdout)["contention"]
+        kinds = {e["kind"]: e for e in c["evidence"]}
+        self.assertIn("slow_calls_slept", kinds, c)
+        n = int(kinds["slow_calls_slept"]["meaning"].split()[1].replace(",", ""))
+        self.assertGreaterEqual(n, 20, c)
+        return kinds["slow_calls_slept"]["value"]
+
+    def test_calls_that_sleep_after_gaps_are_seen_sleeping(self):
+        self.assertGreaterEqual(self.slow_calls_after_gaps(sleep=True), 0.8)
+
+    def test_calls_that_spin_after_gaps_are_never_seen_sleeping(self):
+        self.assertLessEqual(self.slow_calls_after_gaps(sleep=False), 0.05)
+
 
 class NoGlobalLock(VerdictCase):
     def test_glibc_two_threads(self):
