@@ -105,6 +105,7 @@ enum class ContentionReason : uint8_t {
   SlowerWithoutTurns, // met calls are slower, yet ends coincide freely: a lock or interference
   ExcludedSome,       // met calls are slower in some classes, not in others
   FreesExcluded,      // allocating calls run side by side; frees wait for each other
+  SleepersInPlaces,   // calls run side by side, yet the looks find threads asleep on locks inside
   Parallel,           // calls run side by side
   Ambiguous,          // the measure lies between the thresholds, or its bounds span them
   MixedClasses,       // the measure says exclusion, but some classes clearly run side by side

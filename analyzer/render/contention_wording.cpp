@@ -293,6 +293,13 @@ std::string contention_reason(const ContentionVerdict& v) {
       return fmt::format("calls of different threads run side by side: {}, and meeting another thread inside does "
                          "not make calls slower ({})",
                          ends_text(in.ends, in.ends_near_ns), measure_text(a));
+    case ContentionReason::SleepersInPlaces:
+      return fmt::format("calls of different threads run side by side: {}, and meeting another thread inside does "
+                         "not make calls slower ({}); yet {} of {} looks at threads inside allocator calls found one "
+                         "asleep in a futex wait, on {} word{}: locks that some calls take are contended — contention "
+                         "in places, not one lock for every call",
+                         ends_text(in.ends, in.ends_near_ns), measure_text(a), in.peers.futex_waits, in.peers.looks,
+                         in.peers.words, in.peers.words == 1 ? "" : "s");
     case ContentionReason::Ambiguous:
       return fmt::format("neither measure settles it: {}; {}", ends_text(in.ends, in.ends_near_ns), measure_text(a));
     case ContentionReason::MixedClasses:
