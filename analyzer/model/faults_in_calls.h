@@ -21,7 +21,8 @@
 // of cells without a call read at the rule of three, plus, scaled like them, the most faults the
 // unread slow calls can have taken (as many as fit in them, a fault costing at least
 // 2 × fault_free_ticks, and no more than the faults since a reading before the call where the
-// shim has them: kEvFaultsAtMost); at most the
+// shim has them: kEvFaultsAtMost), plus kWindowPaceShare of the estimate (the windows' own
+// pace: the reads a timed call takes slow the program inside the windows); at most the
 // thread's faults.  A thread with no call read has a bound of all its faults.  The run's estimate is the threads' sum, its bound
 // their bounds added in quadrature.  Without kModeFaults (older profiles, traces, count-only),
 // only the rusage probe's calls are read, a far smaller sample.
@@ -36,6 +37,10 @@
 #include "profile/stats.h"
 
 namespace allocscope {
+
+// The share of the estimate the bound adds for the windows' own pace (faults_in_calls.h above;
+// measured on musl's faulter, docs/analysis.md "Outside the calls").
+constexpr double kWindowPaceShare = 0.06;
 
 // One cell's timed calls of one thread, as evidence of its faults inside calls.
 struct CellFaultSample {
