@@ -224,59 +224,53 @@ class SwitchesInsideSlowCalls(VerdictCase):
     """Slow timed calls carry their context switches: a call that sleeps inside the allocator is
     told from one that spins there (docs/analysis.md, "Contention verdict")."""
 
-    def slow_calls(self, sleep):
+    def slow_calls(self, argv, sleep, out):
+        """`argv`: a target's name and its arguments.  The run's slow timed calls whose switches were read: the shares that slept and that were
+        only preempted.  Mallocs of 256-511 B wait 20 µs inside the allocator, asleep or spinning."""
         env = {"SPIN_ALLOC_RANGE": "256-511", "SPIN_ALLOC_NS": "20000", "SPIN_ALLOC_SLEEP": "1" if sleep else "0"}
-        run = self.record([target("harness-glibc"), "2", "150000"], allocator=test_allocator("spin"), env=env,
-                          out=f"slow-{int(sleep)}.asp")
+        run = self.record([target(argv[0]), *argv[1:]], allocator=test_allocator("spin"), env=env,
+                          out=f"{out}-{int(sleep)}.asp")
         self.assertEqual(run.rc, 0, run.stderr)
         proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         c = json.loads(proc.stdout)["contention"]
         kinds = {e["kind"]: e for e in c["evidence"]}
         self.assertIn("slow_calls_slept", kinds, c)
-        # "of N timed calls of 2 µs or more whose context switches were read"
+        # "of N timed calls of 2 µs or more whose context switches were read": twenty at least keep
+        # the share from resting on a handful.
         n = int(kinds["slow_calls_slept"]["meaning"].split()[1].replace(",", ""))
-        # A quarter of the harness's mallocs are in range (256-511 B of 16-1039 B), each 20 µs or
-        # more: in windows of 1/64 of the time, a window ends with the first of them a thread
-        # starts, and the run times 335-364 of them alone, 38 beside the rest of the suite.  Twenty
-        # keep the share below from resting on a handful.
         self.assertGreaterEqual(n, 20, c)
         return kinds["slow_calls_slept"]["value"], kinds["slow_calls_preempted"]["value"]
 
+    # A quarter of the harness's mallocs are in range (256-511 B of 16-1039 B): in windows of 1/64
+    # of the time, a window ends with the first of them a thread starts, and the run times 335-364
+    # of them alone, 38 beside the rest of the suite.
+    HARNESS = ("harness-glibc", "2", "150000")
+
     def test_calls_that_sleep_are_seen_sleeping(self):
-        slept, _ = self.slow_calls(sleep=True)
+        slept, _ = self.slow_calls(self.HARNESS, sleep=True, out="slow")
         self.assertGreaterEqual(slept, 0.8)
 
     def test_calls_that_spin_are_never_seen_sleeping(self):
         # A busy wait leaves the CPU only when preempted: an involuntary switch, never a voluntary one
         # (the few other slow calls, glibc growing its heap, may sleep on the kernel's own locks).
-        slept, _ = self.slow_calls(sleep=False)
+        slept, _ = self.slow_calls(self.HARNESS, sleep=False, out="slow")
         self.assertLessEqual(slept, 0.05)
 
-    def slow_calls_after_gaps(self, sleep):
-        # Every malloc follows about 3 µs of the program's own work (fixed_duration's WORK rounds),
-        # so the switch counts read after the previous call are too old to count this one's: the
-        # reading its start takes (for its page faults) must serve.  Measured alone over 0.7 s:
-        # 116 slow calls read when they sleep, 352 when they spin; the shim before the change read
-        # none of the first and 4 of the second.
-        env = {"SPIN_ALLOC_RANGE": "256-511", "SPIN_ALLOC_NS": "20000", "SPIN_ALLOC_SLEEP": "1" if sleep else "0"}
-        run = self.record([target("fixed_duration-glibc"), "2", "1500", "10000"], allocator=test_allocator("spin"),
-                          env=env, out=f"gaps-{int(sleep)}.asp")
-        self.assertEqual(run.rc, 0, run.stderr)
-        proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        c = json.loads(proc.stdout)["contention"]
-        kinds = {e["kind"]: e for e in c["evidence"]}
-        self.assertIn("slow_calls_slept", kinds, c)
-        n = int(kinds["slow_calls_slept"]["meaning"].split()[1].replace(",", ""))
-        self.assertGreaterEqual(n, 20, c)
-        return kinds["slow_calls_slept"]["value"]
+    # Every malloc follows about 3 µs of the program's own work (fixed_duration's WORK rounds), so
+    # the switch counts read after the previous call are too old to count this one's: the reading
+    # its start takes (for its page faults) must serve.  Measured alone over 0.7 s: 116 slow calls
+    # read when they sleep, 352 when they spin; the shim before that read none of the first and 4
+    # of the second.
+    GAPS = ("fixed_duration-glibc", "2", "1500", "10000")
 
     def test_calls_that_sleep_after_gaps_are_seen_sleeping(self):
-        self.assertGreaterEqual(self.slow_calls_after_gaps(sleep=True), 0.8)
+        slept, _ = self.slow_calls(self.GAPS, sleep=True, out="gaps")
+        self.assertGreaterEqual(slept, 0.8)
 
     def test_calls_that_spin_after_gaps_are_never_seen_sleeping(self):
-        self.assertLessEqual(self.slow_calls_after_gaps(sleep=False), 0.05)
+        slept, _ = self.slow_calls(self.GAPS, sleep=False, out="gaps")
+        self.assertLessEqual(slept, 0.05)
 
 
 class NoGlobalLock(VerdictCase):
