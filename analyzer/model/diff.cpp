@@ -21,7 +21,6 @@ namespace {
 
 constexpr double kWorkTolerance = 0.03;  // calls differing by more: the runs did different work
 
-
 // Page faults: from the threads' rusage, less those taken inside allocator calls
 // (faults_in_calls.h).
 struct FaultEvidence {

@@ -159,7 +159,7 @@ FaultEstimate thread_faults_in_calls(const ThreadFaultSample& sample, const Cell
   // which the per-call variance does not see (measured against the calls' own counts: docs/analysis.md).
   // And a share of the estimate for the windows' own pace: the reads a timed call takes slow the
   // program inside the windows, so that the mix of faulting and other calls timed there is not
-  // quite the mix outside them (measured on musl, 4-5 % either way: docs/analysis.md).
+  // quite the mix outside them (measured on musl's faulter, up to 6 % either way: docs/analysis.md).
   e.bound = std::min(total, std::max(3 * std::sqrt(variance), per_read * floor) + per_read * unsampled + unread +
                                 kWindowPaceShare * estimate);
   return e;

@@ -2,7 +2,7 @@
  * global mutex, as allocators with per-thread caches refill them from a shared heap: requests up to
  * 1 KiB are served from the calling thread's cache of their power-of-two class (up to 64 blocks
  * each); an empty cache takes the mutex and allocates 32 blocks at once, a full one takes it and
- * frees 32.  So one lock serves every size, but only about one call in 32 takes it.  Ground truth
+ * frees 32.  So one lock serves every size, but at most about one call in 32 takes it.  Ground truth
  * by workload: where each thread frees its own blocks (the stress harness) the lock is seldom taken
  * and never the bottleneck — not `global_lock`; where one thread frees what another allocated
  * (producer/consumer) every 32nd call of each takes it, for 32 of glibc's calls, and threads
@@ -13,6 +13,7 @@
  * Larger requests and the aligned family go straight to glibc.  A thread's cached blocks stay
  * cached when it exits (a test allocator: they are not handed to other threads).  fork() takes the
  * mutex first, so the child never inherits it held. */
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -135,8 +136,9 @@ EXPORT void *realloc(void *p, size_t n) {
 EXPORT void *memalign(size_t a, size_t n) { return __libc_memalign(a, n); }
 EXPORT void *aligned_alloc(size_t a, size_t n) { return __libc_memalign(a, n); }
 EXPORT int posix_memalign(void **out, size_t a, size_t n) {
+  if (a % sizeof(void *) != 0 || (a & (a - 1)) != 0) return EINVAL;
   void *p = __libc_memalign(a, n);
-  if (!p) return 12; /* ENOMEM */
+  if (!p) return ENOMEM;
   *out = p;
   return 0;
 }
