@@ -54,6 +54,8 @@ constexpr uint64_t kMinHoldReleases = 3;      // hold calls released beside size
 constexpr uint32_t kMinHoldThreads = 3;       // … joining this many threads and more than half the busy ones
 constexpr uint64_t kMinPlacesSleepers = 20;  // threads seen asleep on locks inside calls, …
 constexpr double kPlacesSleepShare = 0.05;     // … in this share of the looks (lower bound): "none" becomes "partial"
+constexpr uint64_t kMinPassingHolds = 20;    // holds none of which waited for a held thread, with fewer than
+                                             // kMinWordWaits sleepers seen: turns that are no lock
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -352,8 +354,22 @@ Rule by_holds(const ContentionInputs& in) {
                   normal_cdf(released / std::sqrt(share_variance(released, n)))};
 }
 
+// Turns that no lock makes: calls of different threads also take turns at a word that every call
+// updates (a statistics counter, the head of a shared free list changed atomically) — each call
+// waits for the cache line, not for another call to end.  Holds tell them apart: one lock for every
+// call, held by a thread that is held inside a call, keeps the allocation made meanwhile waiting
+// until the hold ends; a word updated atomically never does.  Measured under the stress harness at
+// 2-16 threads (docs/analysis.md): glibc behind one shared counter (libcounter_alloc.so) read Q
+// 0.14-0.53 with none of 24-33 holds released, and no thread seen asleep inside; the global spin
+// lock released 11-38 of 42-55, the global mutex 19-40 of about 75 at 2 and 4 threads and, at 8
+// and 16, where its waiters sleep, 1-3 of 59-73 — with 30-95 threads seen asleep in futex waits.
+bool holds_pass(const PeerWaitMeasure& p) {
+  return p.holds >= kMinPassingHolds && p.holds_released == 0 && p.futex_waits < kMinWordWaits;
+}
+
 // Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
-// exclusion does that; whether it spans size classes tells one lock from a lock per class.  A
+// exclusion does that — of whole calls or of a word they all update (holds_pass) —; whether it
+// spans size classes tells one lock from a lock per class.  A
 // shallow hole needs Q itself below kShallowTurnsBelow and met calls that wait as well:
 // measured, tcmalloc (a lock-free allocator with locks of its own) read 0.78 (bounds 0.76-0.81)
 // at 8 threads beside a CPU hog and 0.85 with met calls slower (0.61) under the mixed workload
@@ -372,6 +388,7 @@ Rule by_turns(const ContentionInputs& in) {
   // turns as well (measured: the per-class lock's producer/consumer at 4 threads beside a CPU
   // hog read Q 0.54, bounds 0.30-0.78 over 21 windows, with no pair of sizes apart to measure).
   if (!x.value || x.high() >= kTurnsBelow) return Decision{ContentionKind::Unsure, ContentionReason::MixedClasses, 0};
+  if (holds_pass(in.peers)) return Decision{ContentionKind::Unsure, ContentionReason::TurnsWithoutHolding, 0};
   return Decision{ContentionKind::GlobalLock, ContentionReason::TakeTurns, confidence};
 }
 
@@ -457,9 +474,15 @@ Decision decide(const ContentionInputs& in) {
   if (const Rule d = by_holds(in)) return *d;
   // Turns that cannot say whether they span the size classes (too few ends of sizes twice apart)
   // leave the words to say it: one futex word that every thread and size sleeps on.
+  // Turns that no held thread made wait leave the lock's other evidence to speak.
   if (const Rule d = by_turns(in)) {
     if (d->reason == ContentionReason::MixedClasses)
       if (const Rule w = by_shared_word(in)) return *w;
+    if (d->reason == ContentionReason::TurnsWithoutHolding) {
+      if (const Rule w = by_shared_word(in)) return *w;
+      if (const Rule w = by_probe_sleeps(in)) return *w;
+      if (const Rule w = by_sleep_pairs(in)) return *w;
+    }
     return *d;
   }
   if (const Rule d = by_shared_word(in)) return *d;

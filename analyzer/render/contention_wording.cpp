@@ -269,6 +269,16 @@ std::string contention_reason(const ContentionVerdict& v) {
                          ends_text(in.ends, in.ends_near_ns),
                          in.ends_across.value ? fmt::format(", calls of different size classes {:.2f}", *in.ends_across.value)
                                               : std::string());
+    case ContentionReason::TurnsWithoutHolding:
+      return fmt::format("calls take turns ({}), yet none of {} allocations timed while the threads inside "
+                         "allocator calls were held where they were for 30 µs waited for a held thread, and {} "
+                         "thread{} seen asleep inside a call: one lock for every call, held by a held thread, would "
+                         "have kept them waiting; a word that every call updates (a shared counter, the head of a "
+                         "shared list changed atomically) makes calls take turns without a lock, and this run cannot "
+                         "tell them apart further",
+                         ends_text(in.ends, in.ends_near_ns), in.peers.holds,
+                         in.peers.futex_waits == 0 ? std::string("no") : std::to_string(in.peers.futex_waits),
+                         in.peers.futex_waits == 1 ? " was" : "s were");
     case ContentionReason::TurnsWithinClasses:
       return fmt::format("calls of the same size class take turns ({}), while calls of different size classes end "
                          "together as often as chance ({:.2f}, bounds {:.2f}–{:.2f}): a lock per size class, not one "
@@ -388,6 +398,10 @@ std::string contention_advice(const ContentionVerdict& v) {
                "they waited for, or compare it with a run under another allocator (allocscope compare)";
       return "record the program with more threads than CPUs, where a lock's waiters queue and its calls take "
              "turns, or compare it with a run under another allocator (allocscope compare)";
+    case ContentionReason::TurnsWithoutHolding:
+      return "compare it with a run under another allocator (allocscope compare): calls that take turns at a word "
+             "cost what the gap between the two runs shows, lock or not; a longer run holds more calls (one hold "
+             "each 5 ms)";
     case ContentionReason::SleepWhenMet:
       return "compare the run with one under an allocator without a global lock (allocscope compare): the time "
              "its threads spend asleep inside this one is the lock's cost, whichever kind it is";
