@@ -137,6 +137,7 @@ struct ContentionInputs {
   // the probe's); of them, those that slept (a voluntary switch) and those only preempted.
   uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;
   bool switches_recorded = false;         // every slow timed call's switches were read (format.h kModeSwitches)
+  bool holds_recorded = false;            // the shim held threads now and then (format.h kModeHolds)
   SleepPairsMeasure sleep_pairs;          // whom the calls that slept waited behind (sleep_pairs.h)
   PeerWaitMeasure peers;                  // where calls asleep inside waited (peer_waits.h)
   uint32_t cpus = 0;                      // CPUs the process may run on (0: not recorded)

@@ -249,6 +249,7 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   evidence.sleep_pairs = p2.sleep_pairs;
   evidence.switches_recorded =
       profile.calibration && (profile.calibration->mode_flags & format::kModeSwitches) != 0;
+  evidence.holds_recorded = profile.calibration && (profile.calibration->mode_flags & format::kModeHolds) != 0;
   if (profile.process) {
     const auto& info = profile.process->info;
     evidence.cpus = info.cpus_allowed ? info.cpus_allowed : info.cpus_online;

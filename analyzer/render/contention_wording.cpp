@@ -270,13 +270,13 @@ std::string contention_reason(const ContentionVerdict& v) {
                          in.ends_across.value ? fmt::format(", calls of different size classes {:.2f}", *in.ends_across.value)
                                               : std::string());
     case ContentionReason::TurnsWithoutHolding:
-      return fmt::format("calls take turns ({}), yet none of {} allocations timed while the threads inside "
+      return fmt::format("calls take turns ({}), yet {} of {} allocations timed while the threads inside "
                          "allocator calls were held where they were for 30 µs waited for a held thread, and {} "
-                         "thread{} seen asleep inside a call: one lock for every call, held by a held thread, would "
-                         "have kept them waiting; a word that every call updates (a shared counter, the head of a "
-                         "shared list changed atomically) makes calls take turns without a lock, and this run cannot "
-                         "tell them apart further",
-                         ends_text(in.ends, in.ends_near_ns), in.peers.holds,
+                         "thread{} seen asleep inside a call: one lock for every call, held by a held thread, keeps "
+                         "one in five waiting or more; a word that every call updates (a shared counter, "
+                         "the head of a shared list changed atomically) makes calls take turns without a lock, and "
+                         "this run cannot tell them apart further",
+                         ends_text(in.ends, in.ends_near_ns), in.peers.holds_released, in.peers.holds,
                          in.peers.futex_waits == 0 ? std::string("no") : std::to_string(in.peers.futex_waits),
                          in.peers.futex_waits == 1 ? " was" : "s were");
     case ContentionReason::TurnsWithinClasses:

@@ -334,6 +334,22 @@ class RefillLockBehindThreadCaches(VerdictCase):
         self.assertNotEqual(c["verdict"], "single_thread", self.describe(c))
 
 
+class SharedCounterWithoutALock(VerdictCase):
+    """glibc behind one statistics word that every call adds to atomically (tests/allocators/
+    counter_alloc.c): calls take turns at its cache line, yet none waits for another call to end.
+    The turns alone once made it `global_lock` at every thread count of the stress harness."""
+
+    def test_two_threads(self):
+        self.assert_no_lock(self.verdict("harness-glibc", 2, 1_500_000, allocator=test_allocator("counter"))[0])
+
+    def test_two_threads_beside_a_cpu_hog(self):
+        with CpuHog():
+            self.assert_no_lock(self.verdict("harness-glibc", 2, 4_000_000, allocator=test_allocator("counter"))[0])
+
+    def test_more_threads_than_cpus(self):
+        self.assert_no_lock(self.verdict("harness-glibc", 8, 1_000_000, allocator=test_allocator("counter"))[0])
+
+
 class LooksOutsideTheWindows(VerdictCase):
     """Outside the timing windows the process looks, at most once a millisecond, at a thread inside
     any allocator call (docs/analysis.md, "Where do sleeping calls wait?"): at the default sampling
