@@ -48,7 +48,8 @@ constexpr double kWordThreadsShare = 0.9;    // … or this share of them
 constexpr uint64_t kMinUnmetProbes = 10;     // probes that met nobody, to say how often a call is held up alone
 constexpr uint64_t kMinApartProbes = 20;     // probes beside sizes twice apart, to compare with them
 constexpr uint64_t kMinAcrossMedian = 3;     // probes asleep beside sizes twice apart: across the median request
-constexpr double kMapSyscallShare = 0.1;     // looks at threads in calls on the memory map: below this share for the probes' sleeps
+constexpr double kMapSyscallShare = 0.1;     // looks at threads in calls on the memory map: below this share for the probes' sleeps,
+constexpr uint64_t kMinMapLooks = 5;         // … or fewer than this, or not most of the looks that found a system call
 constexpr uint32_t kArenasPerCpu = 4;        // threads per CPU below which allocators give each thread its own arena
 constexpr uint64_t kMinHoldReleases = 3;      // hold calls released beside sizes apart that make one lock (by_holds), …
 constexpr uint32_t kMinHoldThreads = 3;       // … joining this many threads and more than half the busy ones
@@ -66,14 +67,32 @@ double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 // (a share of 0 or 1 is not known exactly).
 double share_variance(double share, double n) { return std::max(share * (1 - share), 1.0 / n) / n; }
 
-// A tenth or more of the looks found threads in calls on the memory map (or there were no looks):
-// probes may have slept on the kernel's map lock, not on any lock of the allocator's.
+// A tenth or more of the looks found threads in calls on the memory map (or there were no looks),
+// or most of the looks that found a thread in a system call at all did: probes may have slept on
+// the kernel's map lock, not on any lock of the allocator's.  The kernel names a thread's system
+// call only while it sleeps in it; one that maps or unmaps reads as running (measured: glibc with
+// every block mmapped, glibc.malloc.mmap_threshold=131072, 2 threads of 200 KB-1 MB blocks, found
+// 1,456 of 1,464 looks running and the other 8 in mmap or munmap, while its allocations slept
+// beside sizes twice apart in 186 of 296 probes and it was called global_lock).
 bool on_memory_map(const PeerWaitMeasure& p) {
-  return static_cast<double>(p.map_syscalls) >= kMapSyscallShare * static_cast<double>(p.looks);
+  if (static_cast<double>(p.map_syscalls) >= kMapSyscallShare * static_cast<double>(p.looks)) return true;
+  return p.map_syscalls >= kMinMapLooks && 2 * p.map_syscalls >= p.futex_waits + p.other_syscalls;
 }
 
 // U of one class: met calls slower than alone calls, ties half, from the two histograms (calls
 // in one bin count as equally long: exact below 1024 ticks, 3 % wide above).
+// Calls made alone usually last as long as a hold or longer: the allocator's calls are system calls
+// of their own (mmap and munmap of large blocks, the pages they fault in), whose waits and sleeps
+// are the kernel's — its lock of the memory map — and which outlast a hold without being kept
+// waiting.  The looks cannot show it: the kernel names a thread's system call only while it sleeps
+// in it.  Measured: glibc with every block mmapped (glibc.malloc.mmap_threshold=131072), 2 threads
+// of 200 KB-1 MB blocks, its calls alone 53 µs at the median, 422 of 422 looks at a thread running,
+// 3-4 of 87-91 holds released and 15 of 60 probes asleep beside sizes twice apart: called
+// global_lock; the 29 lock runs of a 0.6 s matrix the holds and probes decide made their calls alone
+// in 0.02-1.74 µs at the median (musl's mixed sizes at 4 threads 1.74 µs; at 2 threads 0.45 µs,
+// with 1 % of them above 360 µs).
+bool long_alone(const ContentionInputs& in) { return in.alone_median_ns >= static_cast<double>(format::kHoldNs); }
+
 double mann_whitney_u(const FineHistogram& met, const FineHistogram& alone) {
   const std::vector<uint64_t>& m = met.counts();
   const std::vector<uint64_t>& a = alone.counts();
@@ -308,7 +327,7 @@ Rule by_probe_sleeps(const ContentionInputs& in) {
   if (p.probes_apart_slept < kMinProbes || p.probes_apart_slept_threads < 2 ||
       p.probes_apart_slept_across_median < kMinAcrossMedian || wilson_low(p.probes_apart_slept, p.probes_apart) <= kProbesSlept)
     return std::nullopt;
-  if (on_memory_map(p)) return std::nullopt;
+  if (on_memory_map(p) || long_alone(in)) return std::nullopt;
   const double share = p.apart_slept_share(), n = static_cast<double>(p.probes_apart);
   const double se = std::sqrt(share_variance(share, n));
   return Decision{ContentionKind::GlobalLock, ContentionReason::ProbesSleepApart, normal_cdf((share - kProbesSlept) / se)};
@@ -345,10 +364,13 @@ bool held_beside_others(const PeerWaitMeasure& p) {
 // lock k % 4, under mixed sizes: 7 releases, joining two threads, were called `global_lock`).
 // And more than half the busy threads: two kinds of shared locks chain pairs into larger sets
 // (the same mutexes under producer/consumer frees, where a consumer also takes its producer's
-// glibc arena: 3 releases joined four threads of eight).
+// glibc arena: 3 releases joined four threads of eight).  And not where calls run on the memory
+// map (on_memory_map, long_alone): a held thread is held in user space, never inside the kernel
+// holding its map lock, and an allocation that outlasts a hold on its own work was not kept waiting.
 Rule by_holds(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
-  if (in.cpus == 0 || in.busy_threads > kArenasPerCpu * in.cpus || p.holds_apart_low_released < kMinHoldReleases ||
+  if (in.cpus == 0 || in.busy_threads > kArenasPerCpu * in.cpus || (p.looks > 0 && on_memory_map(p)) || long_alone(in) ||
+      p.holds_apart_low_released < kMinHoldReleases ||
       p.holds_apart_low_joined < std::min(kMinHoldThreads, in.busy_threads) || 2 * p.holds_apart_low_joined <= in.busy_threads)
     return std::nullopt;
   const double n = static_cast<double>(p.holds), released = static_cast<double>(p.holds_apart_low_released) / n;

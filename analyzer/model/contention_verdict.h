@@ -143,6 +143,7 @@ struct ContentionInputs {
   uint32_t cpus = 0;                      // CPUs the process may run on (0: not recorded)
   uint32_t max_live_threads = 0;
   double wall_seconds = 0;
+  double alone_median_ns = 0;             // the median duration of the timed calls made alone (by_inside's first row)
   uint64_t calls = 0;                     // allocator calls, timed or not
   bool sparse_calls = false;              // CostReport::sparse_calls: none timed for too few calls, not too short a run
 };

@@ -256,6 +256,8 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   }
   evidence.max_live_threads = profile.end ? profile.end->max_live_threads : static_cast<uint32_t>(profile.threads.size());
   evidence.wall_seconds = r.wall_ns ? *r.wall_ns / 1e9 : 0;
+  for (const auto& row : c.by_inside)
+    if (row.inside == 1) evidence.alone_median_ns = row.p50_ns;
   evidence.calls = r.calls;
   evidence.sparse_calls = r.sparse_calls;
   c.verdict = judge_contention(evidence);

@@ -350,6 +350,22 @@ class SharedCounterWithoutALock(VerdictCase):
         self.assert_no_lock(self.verdict("harness-glibc", 8, 1_000_000, allocator=test_allocator("counter"))[0])
 
 
+class CallsOnTheMemoryMap(VerdictCase):
+    """glibc with every block mapped and unmapped (tests/targets/mapped_blocks.c under
+    glibc.malloc.mmap_threshold=131072): its calls wait for each other on the kernel's lock of the
+    memory map, not on a lock of the allocator's. Three runs of four at 2 threads were once called
+    `global_lock`, by allocations that outlasted a hold (3-4 of 87-91) or slept beside other sizes."""
+
+    def test_two_threads_of_mapped_blocks(self):
+        env = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"}
+        self.assert_no_lock(self.verdict("mapped_blocks-glibc", 2, 8000, env=env)[0])
+
+    def test_four_threads_of_mapped_blocks_beside_a_cpu_hog(self):
+        env = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"}
+        with CpuHog():
+            self.assert_no_lock(self.verdict("mapped_blocks-glibc", 4, 4000, env=env)[0])
+
+
 class LooksOutsideTheWindows(VerdictCase):
     """Outside the timing windows the process looks, at most once a millisecond, at a thread inside
     any allocator call (docs/analysis.md, "Where do sleeping calls wait?"): at the default sampling
