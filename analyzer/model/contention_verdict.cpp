@@ -55,10 +55,11 @@ constexpr uint64_t kMinHoldReleases = 3;      // hold calls released beside size
 constexpr uint32_t kMinHoldThreads = 3;       // … joining this many threads and more than half the busy ones
 constexpr uint64_t kMinPlacesSleepers = 20;  // threads seen asleep on locks inside calls, …
 constexpr double kPlacesSleepShare = 0.05;     // … in this share of the looks (lower bound): "none" becomes "partial"
-constexpr uint64_t kMinLockReleases = 2;     // fewer holds released than this, or
-constexpr uint64_t kMinPassingHolds = 20;    // this many that clearly seldom waited for a held thread (Wilson's
-constexpr double kLockReleasesAbove = 0.2;   // upper bound below this), with fewer than kMinWordWaits sleepers
-                                             // seen: turns that are no lock
+constexpr uint64_t kMinPassingHolds = 20;    // holds that clearly seldom waited for a held thread (Wilson's upper
+constexpr double kLockReleasesAbove = 0.2;   // bound below this), with fewer than kMinWordWaits sleepers seen: turns
+                                             // that are no lock; with fewer holds, fewer than
+constexpr uint64_t kMinLockReleases = 2;     // … this many released, and S (or over allocating or running
+constexpr double kTurnsWaitAbove = 0.58;     // neighbours) not above this (lower bound): no lock either
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -385,18 +386,24 @@ Rule by_holds(const ContentionInputs& in) {
 // until the hold ends; a word updated atomically never does — though a lock of glibc's own, an
 // arena two threads share, now and then may, and so may an allocation slow for reasons of its own
 // (the heap grown, its pages faulted in) that happens to last until a hold ends.  So where the shim
-// held threads, turns say one lock only with two holds released or more, not clearly less often than
-// one in five, or with threads seen asleep inside calls (a sleeping lock's held waiters release few
-// holds).  Measured under the stress
-// harness at 2-16 threads (docs/analysis.md): glibc behind one shared counter (libcounter_alloc.so)
-// read Q 0.14-0.53 with 0-1 of 10-59 holds released and no thread seen asleep inside; the global
-// spin lock released 2-38 of 10-55, the global mutex and rwlock 2-40 of 16-75 — at 8 and 16
-// threads, where their waiters sleep, 0-4 of 22-73, with 11-263 threads seen asleep in futex waits.
-bool holds_pass(const ContentionInputs& in) {
+// held threads and no sleeping lock shows (fewer than kMinWordWaits threads seen asleep inside
+// calls: a sleeping lock's held waiters release few holds), turns say one lock only with two holds
+// released or more, not clearly less often than one in five; with too few holds to tell either way,
+// only where met calls also wait clearly longer than a word lets them (kTurnsWaitAbove).  Measured
+// (docs/analysis.md): glibc behind one shared counter (libcounter_alloc.so) under the stress
+// harness at 2-16 threads read Q 0.14-0.53 with 0-1 of 10-59 holds released, no thread seen asleep
+// inside, and met calls slower by at most 0.57 (the lower bounds of S, over allocating and over
+// running neighbours), beside a CPU hog too; the global spin lock under the stress harness released
+// 2-38 of 10-55, and under a program that works 300 rounds between calls (fixed_duration) 0-3 of
+// 1-7, with met calls slower by 0.59-0.65; the global mutex and rwlock released 2-40 of 16-75, and
+// at 8 and 16 threads, where their waiters sleep, 0-4 of 22-73 with 11-263 threads seen asleep.
+enum class HoldsSay { Nothing, Lock, NoLock };
+HoldsSay holds_on_turns(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
-  if (!in.holds_recorded || p.futex_waits >= kMinWordWaits) return false;
-  return p.holds_released < kMinLockReleases ||
-         (p.holds >= kMinPassingHolds && wilson_high(p.holds_released, p.holds) < kLockReleasesAbove);
+  if (!in.holds_recorded || p.futex_waits >= kMinWordWaits) return HoldsSay::Nothing;
+  if (p.holds >= kMinPassingHolds && wilson_high(p.holds_released, p.holds) < kLockReleasesAbove) return HoldsSay::NoLock;
+  if (p.holds_released >= kMinLockReleases) return HoldsSay::Lock;
+  return any_slower_than(in.allocating, kTurnsWaitAbove) ? HoldsSay::Nothing : HoldsSay::NoLock;
 }
 
 // Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
@@ -420,7 +427,8 @@ Rule by_turns(const ContentionInputs& in) {
   // turns as well (measured: the per-class lock's producer/consumer at 4 threads beside a CPU
   // hog read Q 0.54, bounds 0.30-0.78 over 21 windows, with no pair of sizes apart to measure).
   if (!x.value || x.high() >= kTurnsBelow) return Decision{ContentionKind::Unsure, ContentionReason::MixedClasses, 0};
-  if (holds_pass(in)) return Decision{ContentionKind::Unsure, ContentionReason::TurnsWithoutHolding, 0};
+  if (holds_on_turns(in) == HoldsSay::NoLock)
+    return Decision{ContentionKind::Unsure, ContentionReason::TurnsWithoutHolding, 0};
   return Decision{ContentionKind::GlobalLock, ContentionReason::TakeTurns, confidence};
 }
 

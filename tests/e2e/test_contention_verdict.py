@@ -49,9 +49,10 @@ class CpuHog:
 
 
 class VerdictCase(E2ETestCase):
-    def verdict(self, program, threads, iters, allocator=None, name="run.asp", sample=None, env=None):
+    def verdict(self, program, threads, iters, allocator=None, name="run.asp", sample=None, env=None, more=()):
         path = bench_program(program) if program.startswith(("xthread-", "mixed-")) else target(program)
-        run = self.record([path, str(threads), str(iters)], allocator=allocator, out=name, sample=sample, env=env)
+        run = self.record([path, str(threads), str(iters), *more], allocator=allocator, out=name, sample=sample,
+                          env=env)
         self.assertEqual(run.rc, 0, run.stderr)
         proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -348,6 +349,16 @@ class SharedCounterWithoutALock(VerdictCase):
 
     def test_more_threads_than_cpus(self):
         self.assert_no_lock(self.verdict("harness-glibc", 8, 1_000_000, allocator=test_allocator("counter"))[0])
+
+
+class SpinLockBetweenWork(VerdictCase):
+    """The global spin lock under a program that works between its calls (fixed_duration, 300
+    rounds of arithmetic after each free): the lock is seldom contended and the holds find few
+    threads inside calls, yet it is one lock: never `none` or `partial`."""
+
+    def test_four_threads_working_between_calls(self):
+        c, _ = self.verdict("fixed_duration-glibc", 4, 700, allocator=test_allocator("spinlock"), more=("300",))
+        self.assert_lock(c)
 
 
 class CallsOnTheMemoryMap(VerdictCase):
