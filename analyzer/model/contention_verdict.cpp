@@ -48,15 +48,15 @@ constexpr double kWordThreadsShare = 0.9;    // … or this share of them
 constexpr uint64_t kMinUnmetProbes = 10;     // probes that met nobody, to say how often a call is held up alone
 constexpr uint64_t kMinApartProbes = 20;     // probes beside sizes twice apart, to compare with them
 constexpr uint64_t kMinAcrossMedian = 3;     // probes asleep beside sizes twice apart: across the median request
-constexpr double kMapSyscallShare = 0.1;     // looks at threads in calls on the memory map: below this share for the probes' sleeps,
-constexpr uint64_t kMinMapLooks = 5;         // … or fewer than this, or not most of the looks that found a system call
+constexpr double kMapSyscallShare = 0.1;     // looks at threads in calls on the memory map: below this share for the probes' sleeps
 constexpr uint32_t kArenasPerCpu = 4;        // threads per CPU below which allocators give each thread its own arena
 constexpr uint64_t kMinHoldReleases = 3;      // hold calls released beside sizes apart that make one lock (by_holds), …
 constexpr uint32_t kMinHoldThreads = 3;       // … joining this many threads and more than half the busy ones
 constexpr uint64_t kMinPlacesSleepers = 20;  // threads seen asleep on locks inside calls, …
 constexpr double kPlacesSleepShare = 0.05;     // … in this share of the looks (lower bound): "none" becomes "partial"
-constexpr uint64_t kMinPassingHolds = 20;    // holds that clearly seldom waited for a held thread (Wilson's upper
-constexpr double kLockReleasesAbove = 0.2;   // bound below this), with fewer than kMinWordWaits sleepers seen: turns
+constexpr uint64_t kMinTurnSleepers = 3;     // threads seen asleep in futex waits inside calls: a sleeping lock, unless
+constexpr uint64_t kMinPassingHolds = 20;    // fewer; then holds that clearly seldom waited for a held thread (Wilson's upper
+constexpr double kLockReleasesAbove = 0.2;   // bound below this), and no slow calls asleep inside (sleeps_inside): turns
                                              // that are no lock; with fewer holds, fewer than
 constexpr uint64_t kMinLockReleases = 2;     // … this many released, and S (or over allocating or running
 constexpr double kTurnsWaitAbove = 0.58;     // neighbours) not above this (lower bound): no lock either
@@ -68,25 +68,18 @@ double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 // (a share of 0 or 1 is not known exactly).
 double share_variance(double share, double n) { return std::max(share * (1 - share), 1.0 / n) / n; }
 
-// A tenth or more of the looks found threads in calls on the memory map (or there were no looks),
-// or most of the looks that found a thread in a system call at all did: probes may have slept on
-// the kernel's map lock, not on any lock of the allocator's.  The kernel names a thread's system
-// call only while it sleeps in it; one that maps or unmaps reads as running (measured: glibc with
-// every block mmapped, glibc.malloc.mmap_threshold=131072, 2 threads of 200 KB-1 MB blocks, found
-// 1,456 of 1,464 looks running and the other 8 in mmap or munmap, while its allocations slept
-// beside sizes twice apart in 186 of 296 probes and it was called global_lock).
+// A tenth or more of the looks found threads in calls on the memory map (or there were no looks):
+// probes may have slept on the kernel's map lock, not on any lock of the allocator's.
 bool on_memory_map(const PeerWaitMeasure& p) {
-  if (static_cast<double>(p.map_syscalls) >= kMapSyscallShare * static_cast<double>(p.looks)) return true;
-  return p.map_syscalls >= kMinMapLooks && 2 * p.map_syscalls >= p.futex_waits + p.other_syscalls;
+  return static_cast<double>(p.map_syscalls) >= kMapSyscallShare * static_cast<double>(p.looks);
 }
 
-// U of one class: met calls slower than alone calls, ties half, from the two histograms (calls
-// in one bin count as equally long: exact below 1024 ticks, 3 % wide above).
 // Calls made alone usually last as long as a hold or longer: the allocator's calls are system calls
 // of their own (mmap and munmap of large blocks, the pages they fault in), whose waits and sleeps
 // are the kernel's — its lock of the memory map — and which outlast a hold without being kept
 // waiting.  The looks cannot show it: the kernel names a thread's system call only while it sleeps
-// in it.  Measured: glibc with every block mmapped (glibc.malloc.mmap_threshold=131072), 2 threads
+// in it (and mallocng, which maps and unmaps its groups, has most of its looks that find a system
+// call find a map call, 6 of 11 and 12 of 15 at 2 threads, while its holds say one lock).  Measured: glibc with every block mmapped (glibc.malloc.mmap_threshold=131072), 2 threads
 // of 200 KB-1 MB blocks, its calls alone 53 µs at the median, 422 of 422 looks at a thread running,
 // 3-4 of 87-91 holds released and 15 of 60 probes asleep beside sizes twice apart: called
 // global_lock; the 29 lock runs of a 0.6 s matrix the holds and probes decide made their calls alone
@@ -365,12 +358,12 @@ bool held_beside_others(const PeerWaitMeasure& p) {
 // lock k % 4, under mixed sizes: 7 releases, joining two threads, were called `global_lock`).
 // And more than half the busy threads: two kinds of shared locks chain pairs into larger sets
 // (the same mutexes under producer/consumer frees, where a consumer also takes its producer's
-// glibc arena: 3 releases joined four threads of eight).  And not where calls run on the memory
-// map (on_memory_map, long_alone): a held thread is held in user space, never inside the kernel
-// holding its map lock, and an allocation that outlasts a hold on its own work was not kept waiting.
+// glibc arena: 3 releases joined four threads of eight).  And not where calls made alone last as
+// long as a hold (long_alone): an allocation that outlasts a hold on its own work was not kept
+// waiting, and a held thread is held in user space, never inside the kernel holding its map lock.
 Rule by_holds(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
-  if (in.cpus == 0 || in.busy_threads > kArenasPerCpu * in.cpus || (p.looks > 0 && on_memory_map(p)) || long_alone(in) ||
+  if (in.cpus == 0 || in.busy_threads > kArenasPerCpu * in.cpus || long_alone(in) ||
       p.holds_apart_low_released < kMinHoldReleases ||
       p.holds_apart_low_joined < std::min(kMinHoldThreads, in.busy_threads) || 2 * p.holds_apart_low_joined <= in.busy_threads)
     return std::nullopt;
@@ -386,8 +379,9 @@ Rule by_holds(const ContentionInputs& in) {
 // until the hold ends; a word updated atomically never does — though a lock of glibc's own, an
 // arena two threads share, now and then may, and so may an allocation slow for reasons of its own
 // (the heap grown, its pages faulted in) that happens to last until a hold ends.  So where the shim
-// held threads and no sleeping lock shows (fewer than kMinWordWaits threads seen asleep inside
-// calls: a sleeping lock's held waiters release few holds), turns say one lock only with two holds
+// held threads and no sleeping lock shows (fewer than kMinTurnSleepers threads seen asleep in futex
+// waits inside calls, no slow timed calls asleep inside: a word updated atomically puts nobody to
+// sleep, and a sleeping lock's held waiters release few holds), turns say one lock only with two holds
 // released or more, not clearly less often than one in five; with too few holds to tell either way,
 // only where met calls also wait clearly longer than a word lets them (kTurnsWaitAbove).  Measured
 // (docs/analysis.md): glibc behind one shared counter (libcounter_alloc.so) under the stress
@@ -396,11 +390,11 @@ Rule by_holds(const ContentionInputs& in) {
 // running neighbours), beside a CPU hog too; the global spin lock under the stress harness released
 // 2-38 of 10-55, and under a program that works 300 rounds between calls (fixed_duration) 0-3 of
 // 1-7, with met calls slower by 0.59-0.65; the global mutex and rwlock released 2-40 of 16-75, and
-// at 8 and 16 threads, where their waiters sleep, 0-4 of 22-73 with 11-263 threads seen asleep.
+// at 8 and 16 threads, where their waiters sleep, 0-4 of 16-73 with 4-263 threads seen asleep.
 enum class HoldsSay { Nothing, Lock, NoLock };
 HoldsSay holds_on_turns(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
-  if (!in.holds_recorded || p.futex_waits >= kMinWordWaits) return HoldsSay::Nothing;
+  if (!in.holds_recorded || p.futex_waits >= kMinTurnSleepers || sleeps_inside(in)) return HoldsSay::Nothing;
   if (p.holds >= kMinPassingHolds && wilson_high(p.holds_released, p.holds) < kLockReleasesAbove) return HoldsSay::NoLock;
   if (p.holds_released >= kMinLockReleases) return HoldsSay::Lock;
   return any_slower_than(in.allocating, kTurnsWaitAbove) ? HoldsSay::Nothing : HoldsSay::NoLock;
