@@ -351,16 +351,6 @@ class SharedCounterWithoutALock(VerdictCase):
         self.assert_no_lock(self.verdict("harness-glibc", 8, 1_000_000, allocator=test_allocator("counter"))[0])
 
 
-class SpinLockBetweenWork(VerdictCase):
-    """The global spin lock under a program that works between its calls (fixed_duration, 300
-    rounds of arithmetic after each free): the lock is seldom contended and the holds find few
-    threads inside calls, yet it is one lock: never `none` or `partial`."""
-
-    def test_four_threads_working_between_calls(self):
-        c, _ = self.verdict("fixed_duration-glibc", 4, 700, allocator=test_allocator("spinlock"), more=("300",))
-        self.assert_lock(c)
-
-
 class CallsOnTheMemoryMap(VerdictCase):
     """glibc with every block mapped and unmapped (tests/targets/mapped_blocks.c under
     glibc.malloc.mmap_threshold=131072): its calls wait for each other on the kernel's lock of the
