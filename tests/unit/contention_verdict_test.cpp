@@ -153,16 +153,16 @@ TEST(ContentionVerdict, TurnsThatNoHeldThreadMadeWaitAreUnsure) {
   EXPECT_EQ(judge_contention(in).reason, ContentionReason::TurnsWithoutHolding);
   in.peers.holds_released = 2;
   EXPECT_EQ(judge_contention(in).kind, ContentionKind::GlobalLock);
-  // Too few holds to tell, but met calls wait clearly longer than a word lets them: a lock
-  // (measured: the global spin lock under a program that works between its calls, 0-3 of 1-7
-  // holds released, S 0.59-0.65 at the lower bound; the counter's S at most 0.57).
+  // Too few holds to tell, even with met calls clearly slower: a word's turns can slow them as
+  // much under load (measured: the counter once read global_lock from them while the test suite
+  // ran beside it; the global spin lock that few holds catch, S 0.59-0.65, is left unsure).
   in.peers.holds = 3;
   in.peers.holds_released = 0;
   ContentionInputs slower = in;
   slower.allocating = inputs({cell(5000, 10, 5000, 13)}, {}, ends(0.5, 0.01)).allocating;
   ASSERT_TRUE(slower.allocating.slower.value);
-  EXPECT_GT(slower.allocating.slower.low(), 0.58);
-  EXPECT_EQ(judge_contention(slower).kind, ContentionKind::GlobalLock);
+  EXPECT_GT(slower.allocating.slower.low(), 0.6);
+  EXPECT_EQ(judge_contention(slower).reason, ContentionReason::TurnsWithoutHolding);
   EXPECT_EQ(judge_contention(in).reason, ContentionReason::TurnsWithoutHolding);
   // A profile without holds (--sample 1, a trace, an older shim): the turns decide.
   in.peers.holds = 0;
