@@ -78,14 +78,17 @@ bool on_memory_map(const PeerWaitMeasure& p) {
 // are the kernel's — its lock of the memory map — and which outlast a hold without being kept
 // waiting.  The looks cannot show it: the kernel names a thread's system call only while it sleeps
 // in it (and mallocng, which maps and unmaps its groups, has most of its looks that find a system
-// call find a map call, 6 of 11 and 12 of 15 at 2 threads, while its holds say one lock).  Measured: glibc with every block mmapped (glibc.malloc.mmap_threshold=131072), 2 threads
-// of 200 KB-1 MB blocks, its calls alone 53 µs at the median, 422 of 422 looks at a thread running,
+// call find a map call, 6 of 11 and 12 of 15 at 2 threads, while its holds say one lock).
+// Measured: glibc with every block mmapped (glibc.malloc.mmap_threshold=131072), 2 threads of
+// 200 KB-1 MB blocks, its calls alone 53 µs at the median, 422 of 422 looks at a thread running,
 // 3-4 of 87-91 holds released and 15 of 60 probes asleep beside sizes twice apart: called
 // global_lock; the 29 lock runs of a 0.6 s matrix the holds and probes decide made their calls alone
 // in 0.02-1.74 µs at the median (musl's mixed sizes at 4 threads 1.74 µs; at 2 threads 0.45 µs,
 // with 1 % of them above 360 µs).
 bool long_alone(const ContentionInputs& in) { return in.alone_median_ns >= static_cast<double>(format::kHoldNs); }
 
+// U of one class: met calls slower than alone calls, ties half, from the two histograms (calls
+// in one bin count as equally long: exact below 1024 ticks, 3 % wide above).
 double mann_whitney_u(const FineHistogram& met, const FineHistogram& alone) {
   const std::vector<uint64_t>& m = met.counts();
   const std::vector<uint64_t>& a = alone.counts();
@@ -389,17 +392,16 @@ Rule by_holds(const ContentionInputs& in) {
 // that few holds catch (the spin lock under a program that works between its calls: 0-3 of 1-7)
 // is then `unsure`: met calls slower by as much (S 0.59-0.65 at the lower bound) were not enough
 // to tell, as the counter's read as high once in a short run while the test suite ran beside it.
-enum class HoldsSay { Nothing, Lock, NoLock };
-HoldsSay holds_on_turns(const ContentionInputs& in) {
+bool turns_without_holding(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
-  if (!in.holds_recorded || p.futex_waits >= kMinTurnSleepers || sleeps_inside(in)) return HoldsSay::Nothing;
-  if (p.holds >= kMinPassingHolds && wilson_high(p.holds_released, p.holds) < kLockReleasesAbove) return HoldsSay::NoLock;
-  return p.holds_released >= kMinLockReleases ? HoldsSay::Lock : HoldsSay::NoLock;
+  if (!in.holds_recorded || p.futex_waits >= kMinTurnSleepers || sleeps_inside(in)) return false;
+  return p.holds_released < kMinLockReleases ||
+         (p.holds >= kMinPassingHolds && wilson_high(p.holds_released, p.holds) < kLockReleasesAbove);
 }
 
 // Calls take turns: the ends of different threads' calls keep apart.  Nothing but mutual
-// exclusion does that — of whole calls or of a word they all update (holds_pass) —; whether it
-// spans size classes tells one lock from a lock per class.  A
+// exclusion does that — of whole calls, or of a word they all update (turns_without_holding) —;
+// whether it spans size classes tells one lock from a lock per class.  A
 // shallow hole needs Q itself below kShallowTurnsBelow and met calls that wait as well:
 // measured, tcmalloc (a lock-free allocator with locks of its own) read 0.78 (bounds 0.76-0.81)
 // at 8 threads beside a CPU hog and 0.85 with met calls slower (0.61) under the mixed workload
@@ -418,8 +420,7 @@ Rule by_turns(const ContentionInputs& in) {
   // turns as well (measured: the per-class lock's producer/consumer at 4 threads beside a CPU
   // hog read Q 0.54, bounds 0.30-0.78 over 21 windows, with no pair of sizes apart to measure).
   if (!x.value || x.high() >= kTurnsBelow) return Decision{ContentionKind::Unsure, ContentionReason::MixedClasses, 0};
-  if (holds_on_turns(in) == HoldsSay::NoLock)
-    return Decision{ContentionKind::Unsure, ContentionReason::TurnsWithoutHolding, 0};
+  if (turns_without_holding(in)) return Decision{ContentionKind::Unsure, ContentionReason::TurnsWithoutHolding, 0};
   return Decision{ContentionKind::GlobalLock, ContentionReason::TakeTurns, confidence};
 }
 
@@ -503,13 +504,11 @@ Decision decide(const ContentionInputs& in) {
   if (in.busy_threads < 2) return Decision{ContentionKind::SingleThread, ContentionReason::OneThread, 1.0};
   if (in.timed == 0) return Decision{ContentionKind::Unsure, ContentionReason::NotTimed, 0};
   if (const Rule d = by_holds(in)) return *d;
-  // Turns that cannot say whether they span the size classes (too few ends of sizes twice apart)
-  // leave the words to say it: one futex word that every thread and size sleeps on.
-  // Turns that no held thread made wait leave the lock's other evidence to speak.
+  // Turns that leave it unsure — too few ends of sizes twice apart to say whether they span the
+  // size classes, or no held thread made a call wait — leave the lock's other evidence to speak:
+  // one futex word that every thread and size sleeps on, probes asleep beside other sizes, sleep pairs.
   if (const Rule d = by_turns(in)) {
-    if (d->reason == ContentionReason::MixedClasses)
-      if (const Rule w = by_shared_word(in)) return *w;
-    if (d->reason == ContentionReason::TurnsWithoutHolding) {
+    if (d->kind == ContentionKind::Unsure) {
       if (const Rule w = by_shared_word(in)) return *w;
       if (const Rule w = by_probe_sleeps(in)) return *w;
       if (const Rule w = by_sleep_pairs(in)) return *w;
