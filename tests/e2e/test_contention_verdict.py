@@ -351,6 +351,33 @@ class SharedCounterWithoutALock(VerdictCase):
         self.assert_no_lock(self.verdict("harness-glibc", 8, 1_000_000, allocator=test_allocator("counter"))[0])
 
 
+class ReadLockWithoutWriters(VerdictCase):
+    """glibc behind one rwlock that every call takes for reading and none for writing (tests/
+    allocators/readlock_alloc.c): no call excludes another, yet each changes the reader count, so
+    the calls take turns at its cache line as under a lock (Q 0.13-0.20 at 2-16 threads, one run
+    each, alone and beside two busy loops) — the turns alone would call it `global_lock`."""
+
+    def test_two_threads(self):
+        self.assert_no_lock(self.verdict("harness-glibc", 2, 2_000_000, allocator=test_allocator("readlock"))[0])
+
+    def test_more_threads_than_cpus(self):
+        self.assert_no_lock(self.verdict("harness-glibc", 8, 1_000_000, allocator=test_allocator("readlock"))[0])
+
+
+class YieldingLock(VerdictCase):
+    """One global lock whose waiters call sched_yield and try again (tests/allocators/
+    yieldlock_alloc.c): no waiter sleeps in a futex wait, the looks find them running, and the
+    kernel counts their switches as involuntary ones, as if they were preempted.  At 8 threads it
+    makes the stress harness several times slower than glibc alone; whatever the run shows, it is
+    never calls that run side by side."""
+
+    def test_two_threads(self):
+        self.assert_lock(self.verdict("harness-glibc", 2, 2_000_000, allocator=test_allocator("yieldlock"))[0])
+
+    def test_more_threads_than_cpus(self):
+        self.assert_lock(self.verdict("harness-glibc", 8, 250_000, allocator=test_allocator("yieldlock"))[0])
+
+
 class CallsOnTheMemoryMap(VerdictCase):
     """glibc with every block mapped and unmapped (tests/targets/mapped_blocks.c under
     glibc.malloc.mmap_threshold=131072): its calls wait for each other on the kernel's lock of the
