@@ -163,6 +163,10 @@ bool keep_look(Slot* self, const format::PeerWait& w) {
 
 std::atomic<uint64_t> g_next_outside_turn{0};
 std::atomic<uint64_t> g_next_hold{0};
+// Holds whose call is a release, on a schedule of their own: a thread that only frees (a consumer
+// of blocks other threads allocated) can then test whether its calls go past held ones, without
+// taking a hold from the allocations, whose sizes the verdict weighs.
+std::atomic<uint64_t> g_next_release_hold{0};
 std::atomic<uint64_t> g_outside_turns{0};
 // The last look found a thread asleep in a futex wait inside an allocator call: the next turn looks
 // again (docs/analysis.md, "Where do sleeping calls wait?").  A lock that puts its waiters to sleep
@@ -462,8 +466,8 @@ bool outside_turn(Slot* self, uint64_t now, bool allocating) {
   const bool scheduled_look = turn % format::kTurnsPerLook == 0;
   // A hold is due until one is made (turns are one at a time: the turn's exchange above); it goes
   // before a look taken again after a sleeper.
-  const bool hold_turn =
-      c.hold_ticks && allocating && !scheduled_look && now >= g_next_hold.load(std::memory_order_relaxed);
+  std::atomic<uint64_t>& next_hold = allocating ? g_next_hold : g_next_release_hold;
+  const bool hold_turn = c.hold_ticks && !scheduled_look && now >= next_hold.load(std::memory_order_relaxed);
   const bool look_turn = scheduled_look || (!hold_turn && g_look_again.exchange(false, std::memory_order_relaxed));
   if (g_no_vm_read.load(std::memory_order_relaxed) || !make_look_room(self)) return false;
   const uint64_t pick = mix64(now ^ self->h.serial);
@@ -479,7 +483,7 @@ bool outside_turn(Slot* self, uint64_t now, bool allocating) {
   if (hold_turn) {
     const int sig = hold_signal();
     if (sig > 0 && hold_peers(self, peers, addrs, m, sig, now)) {
-      g_next_hold.store(now + c.hold_gap, std::memory_order_relaxed);
+      next_hold.store(now + c.hold_gap, std::memory_order_relaxed);
       return true;
     }
   }

@@ -25,7 +25,8 @@
 // same word with no timing decision since means the same call.
 //
 // Holds (format.h kModeHolds, kPeerHold): at most once per kHoldGapNs, a turn whose thread is about
-// to allocate asks the threads inside allocating calls, and on a CPU, to stay where they are: a
+// to allocate — and, on a schedule of its own, one whose thread is about to release a block — asks
+// the threads inside allocating calls, and on a CPU, to stay where they are: a
 // real-time signal whose handler spins on the clock for kHoldNs.  A thread held inside a call keeps
 // whatever lock it holds; the requester, once they are held, times its own allocation and records
 // whether it lasted until a held thread was let go.  No lock, no allocation, no system call in the
@@ -56,8 +57,8 @@ extern std::atomic<uint64_t> g_outside_turns;
 // Takes the turn, if it is due (checked inline first).  True when the probe waits in
 // ThreadCtx::probe_look for the call about to be made (finish_probe, recorder.h); a look whose
 // probe is not taken is kept as it is (drop_probe).
-// `allocating`: the call about to be made obtains bytes; only such a call is made the probe of a
-// hold (format.h kPeerHold), which is due at most once per kHoldGapNs.
+// `allocating`: the call about to be made obtains bytes.  A hold (format.h kPeerHold) whose probe is
+// an allocation is due at most once per kHoldGapNs, and one whose probe is a release as well.
 bool outside_turn(Slot* self, uint64_t now, bool allocating);
 // Requests sent and not yet taken by their thread's handler (nor withdrawn).
 extern std::atomic<int> g_holds_in_flight;

@@ -123,7 +123,13 @@ enum class ContentionReason : uint8_t {
                       // allocation of a size twice apart was let go (peer_waits.h holds)
   HeldBesideOthers,   // met calls no slower, but probes held up beside sizes twice apart more often than alone:
                       // a lock the timed calls do not show (unsure)
+  FewHoldsPassed,     // met calls no slower and ends as chance says, but too few allocations went past a thread
+                      // held inside a call to show that no lock stops them (unsure)
 };
+
+// "none" and "partial", where the shim held threads: allocations that went past a held thread, at
+// least (contention_verdict.cpp by_parallel_calls).
+constexpr uint64_t kMinHoldsPassed = 5;
 
 struct ContentionInputs {
   ExclusionMeasure allocating, freeing;

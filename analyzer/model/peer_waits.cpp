@@ -227,8 +227,15 @@ void PeerWaitTally::measure_holds(std::optional<uint32_t> median, PeerWaitMeasur
     const uint64_t x = l.wait.peer_start_tick;
     const unsigned own = format::peer_probe_bucket(x);
     const format::HoldOutcome h = format::hold_outcome_of(l.wait.arg1);
-    if (!allocates(format::peer_probe_op(x)) || own >= kSizeBuckets || h.preempted) continue;
+    if (h.preempted) continue;
+    if (!allocates(format::peer_probe_op(x))) {
+      ++m.release_holds;
+      m.holds_passed += !h.released;
+      continue;
+    }
+    if (own >= kSizeBuckets) continue;
     ++m.holds;
+    m.holds_passed += !h.released;
     if (!h.released || h.after_ticks > release_ticks_) continue;
     ++m.holds_released;
     if (!allocates(h.op) || h.bucket >= kSizeBuckets || !median) continue;

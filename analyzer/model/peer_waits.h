@@ -88,6 +88,13 @@ struct PeerWaitMeasure {
   // class cannot hold such a call, nor can an allocator without locks; one lock that every call
   // takes does whenever the held thread held it.  Of how many observing threads.
   uint64_t holds = 0, holds_released = 0;
+  // The same with a release as the observer's call (format.h kHoldGapNs), counted apart: a
+  // release's size is not known.
+  uint64_t release_holds = 0;
+  // Passed, of both: the call ended while every thread it found inside a call was still held — a
+  // call that went past threads stopped inside allocator calls, which one lock for every call
+  // allows only where none of them held it.
+  uint64_t holds_passed = 0;
   uint64_t holds_apart_low_released = 0;
   uint32_t holds_apart_low_released_threads = 0;
   // The most threads those releases join into one set, each joining its observer and the held

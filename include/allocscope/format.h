@@ -424,8 +424,10 @@ constexpr int32_t kPeerNoLook = -4;
 constexpr int32_t kPeerHold = -5;
 constexpr uint64_t kHoldNs = 30000;
 // A turn holds instead of probing alone at most once per kHoldGapNs for the whole process, when the
-// observer's call is an allocation (its size is known) and the turn is not a look's; only threads
-// in allocating calls are held (a release's size is not known).
+// observer's call is an allocation (its size is known) and the turn is not a look's; and, on a
+// schedule of their own as often, holds whose observer's call is a release (its op says so; its
+// size is not known: only whether it went past the held threads counts).  Only threads in
+// allocating calls are held (a release's size is not known).
 constexpr uint64_t kHoldGapNs = 5000000;
 // arg1 of a hold: bits 0-31 the ticks from the releaser's hold end to the end of the observer's
 // call (saturated), 32-39 the releaser's size bucket, 40-46 its op, 47 a releaser, 48-55 the held

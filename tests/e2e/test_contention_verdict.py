@@ -103,6 +103,10 @@ class VerdictCase(E2ETestCase):
             kinds = {e["kind"]: e["value"] for e in c["evidence"]}
             self.assertGreater(kinds["ends_coincide"], 0.9, c)
             self.assertLess(kinds["met_slower"], 0.54, c)
+        if c["verdict"] in ("none", "partial"):
+            # Where the shim held threads, five calls at least went on past a held one.
+            passed = {e["kind"]: e["value"] for e in c["evidence"]}.get("holds_passed")
+            self.assertTrue(passed is None or passed >= 5, c)
 
     def describe(self, c):
         return f"{c['verdict']}: {c['reason']}"

@@ -283,10 +283,30 @@ TEST(PeerWaits, HoldsReleasedBesideSizesApartBelowTheMedianAreCounted) {
   EXPECT_EQ(m.holds_released, 5u);  // not the one that ended long after the hold
   EXPECT_EQ(m.holds_apart_low_released, 2u);
   EXPECT_EQ(m.holds_apart_low_released_threads, 2u);
+  // The free as the observer's call counts apart; what went past a held thread, of either kind: the
+  // one that went through, and the one released long after its hold ended is no pass either.
+  EXPECT_EQ(m.release_holds, 1u);
+  EXPECT_EQ(m.holds_passed, 1u);
   // Holds are neither looks nor probes.
   EXPECT_EQ(m.looks, 0u);
   EXPECT_EQ(m.probes, 0u);
   EXPECT_EQ(m.probes_alone, 0u);
+}
+
+TEST(PeerWaits, ReleasesThatWentPastHeldThreadsArePasses) {
+  // A consumer that only frees: its holds are releases, counted apart from the allocations' and
+  // never as releases beside sizes apart; those that went through are passes.
+  const std::vector<Profile::PeerLook> holds{
+      hold(1, Op::Free, 0, false, Op::Malloc, 0, 0),
+      hold(1, Op::Free, 0, false, Op::Malloc, 0, 0),
+      hold(1, Op::Free, 0, true, Op::Malloc, 1024, 500),         // waited for the held allocation
+      hold(1, Op::Free, 0, false, Op::Malloc, 0, 0, true),       // lost its CPU: not counted
+  };
+  const PeerWaitMeasure m = measure_beside_timed(holds, 2);
+  EXPECT_EQ(m.holds, 0u);
+  EXPECT_EQ(m.holds_released, 0u);
+  EXPECT_EQ(m.release_holds, 3u);
+  EXPECT_EQ(m.holds_passed, 2u);
 }
 
 }  // namespace
