@@ -167,8 +167,6 @@ std::atomic<uint64_t> g_next_hold{0};
 // of blocks other threads allocated) can then test whether its calls go past held ones, without
 // taking a hold from the allocations, whose sizes the verdict weighs.
 std::atomic<uint64_t> g_next_release_hold{0};
-// Holds made of each kind: the first format::kEarlyHolds come closer together.
-std::atomic<uint64_t> g_holds_made{0}, g_release_holds_made{0};
 std::atomic<uint64_t> g_outside_turns{0};
 // The last look found a thread asleep in a futex wait inside an allocator call: the next turn looks
 // again (docs/analysis.md, "Where do sleeping calls wait?").  A lock that puts its waiters to sleep
@@ -469,7 +467,6 @@ bool outside_turn(Slot* self, uint64_t now, bool allocating) {
   // A hold is due until one is made (turns are one at a time: the turn's exchange above); it goes
   // before a look taken again after a sleeper.
   std::atomic<uint64_t>& next_hold = allocating ? g_next_hold : g_next_release_hold;
-  std::atomic<uint64_t>& holds_made = allocating ? g_holds_made : g_release_holds_made;
   const bool hold_turn = c.hold_ticks && !scheduled_look && now >= next_hold.load(std::memory_order_relaxed);
   const bool look_turn = scheduled_look || (!hold_turn && g_look_again.exchange(false, std::memory_order_relaxed));
   if (g_no_vm_read.load(std::memory_order_relaxed) || !make_look_room(self)) return false;
@@ -486,8 +483,7 @@ bool outside_turn(Slot* self, uint64_t now, bool allocating) {
   if (hold_turn) {
     const int sig = hold_signal();
     if (sig > 0 && hold_peers(self, peers, addrs, m, sig, now)) {
-      const bool early = holds_made.fetch_add(1, std::memory_order_relaxed) < format::kEarlyHolds;
-      next_hold.store(now + (early ? c.early_hold_gap : c.hold_gap), std::memory_order_relaxed);
+      next_hold.store(now + c.hold_gap, std::memory_order_relaxed);
       return true;
     }
   }

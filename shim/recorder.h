@@ -110,7 +110,6 @@ struct SamplingConfig {
   uint64_t outside_gap;        // ticks between the process's turns outside the windows (probes, some with a look); 0: none
   uint64_t hold_ticks;         // how long a held thread stays held (format.h kHoldNs); 0: no holds
   uint64_t hold_gap;           // ticks between holds (format.h kHoldGapNs)
-  uint64_t early_hold_gap;     // … between the first kEarlyHolds of each kind (format.h kEarlyHoldGapNs)
 };
 extern SamplingConfig g_sampling;
 inline constexpr bool& g_exact_free_sizes = g_forwarding.exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1

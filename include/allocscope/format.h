@@ -429,10 +429,6 @@ constexpr uint64_t kHoldNs = 30000;
 // size is not known: only whether it went past the held threads counts).  Only threads in
 // allocating calls are held (a release's size is not known).
 constexpr uint64_t kHoldGapNs = 5000000;
-// The first kEarlyHolds holds of each kind come kEarlyHoldGapNs apart instead: a short run gets
-// enough of them to weigh (a fixed cost of at most kEarlyHolds x kHoldNs per held thread).
-constexpr uint64_t kEarlyHolds = 20;
-constexpr uint64_t kEarlyHoldGapNs = 1000000;
 // arg1 of a hold: bits 0-31 the ticks from the releaser's hold end to the end of the observer's
 // call (saturated), 32-39 the releaser's size bucket, 40-46 its op, 47 a releaser, 48-55 the held
 // threads, 56 the observer lost its CPU during its call (an involuntary switch), 57-63 how many
