@@ -484,9 +484,10 @@ Decision by_parallel_calls(const ContentionInputs& in) {
   // together as chance says or more often (Q 1.19-1.33: handovers end calls in pairs), and was called
   // `none` in 2 runs of 6, with 2 holds made in each — its waiters' long waits, behind holders
   // preempted inside their calls, begin outside the windows.  Where holds are made at all, "none"
-  // and "partial" need kMinHoldsPassed allocations past a held thread; in the matrices the lock-free
-  // allocators' stress runs made 8-65 holds, nearly all passed, and runs with fewer were the
-  // producer/consumer's, whose consumer only frees (docs/analysis.md).
+  // and "partial" need kMinHoldsPassed calls past a held thread; in the matrix of the day, the
+  // lock-free allocators' runs called `none` under the stress harness made 3-65 holds, of which 0-5
+  // waited for a held thread, and those with fewer holds were the producer/consumer's, whose
+  // consumer only frees (docs/analysis.md).
   if (in.holds_recorded && in.peers.holds_passed < kMinHoldsPassed)
     return Decision{ContentionKind::Unsure, ContentionReason::FewHoldsPassed, 0};
   const bool sleeping = sleeps_inside(in) || (in.rusage_blocked >= kMinBlockedSamples &&

@@ -117,10 +117,10 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
     const PeerWaitMeasure& p = in.peers;
     items.push_back({"holds_passed", static_cast<double>(p.holds_passed),
                      fmt::format("calls timed while the other threads inside allocations were held where they were for "
-                                 "30 µs (the observer keeping its CPU) that ended while every held thread was still "
+                                 "{} µs (the observer keeping its CPU) that ended while every held thread was still "
                                  "held: went on past them ({} allocations and {} releases timed so; one lock for every "
                                  "call lets no call past a thread that holds it; `none` and `partial` need {} at least)",
-                                 p.holds, p.release_holds, kMinHoldsPassed)});
+                                 format::kHoldNs / 1000, p.holds, p.release_holds, kMinHoldsPassed)});
   }
   if (in.peers.probes_apart_low > 0 && in.peers.probes_unmet > 0) {
     const PeerWaitMeasure& p = in.peers;
@@ -336,12 +336,12 @@ std::string contention_reason(const ContentionVerdict& v) {
                          measure_text(a), slept_text(in));
     case ContentionReason::FewHoldsPassed:
       return fmt::format("calls that met another thread were not slower ({}) and {}, but only {} of the {} "
-                         "calls timed while the threads inside allocations were held where they were for 30 µs went "
+                         "calls timed while the threads inside allocations were held where they were for {} µs went "
                          "on past them, and {} are needed to tell: a lock with short critical sections, seldom "
                          "contended, leaves the timed calls as they are, and only calls that go on while another "
                          "thread is stopped inside one show that no such lock stops them",
                          measure_text(a), ends_text(in.ends, in.ends_near_ns), in.peers.holds_passed,
-                         in.peers.holds + in.peers.release_holds, kMinHoldsPassed);
+                         in.peers.holds + in.peers.release_holds, format::kHoldNs / 1000, kMinHoldsPassed);
     case ContentionReason::HeldBesideOthers:
       return fmt::format("calls that met another thread were not slower ({}), but allocations timed while the others "
                          "inside were in allocations of sizes twice apart were held up (slept, or took 2 µs or more) "
@@ -408,9 +408,10 @@ std::string contention_advice(const ContentionVerdict& v) {
       return "record a longer run, so that every thread's probes are enough to compare, or compare it with a run "
              "under another allocator (allocscope compare)";
     case ContentionReason::FewHoldsPassed:
-      return "record a longer run (the shim holds the threads inside allocator calls once per 5 ms at most, "
-             "and only while another thread is inside an allocation), on a machine with CPUs to spare, or compare "
-             "it with a run under another allocator (allocscope compare)";
+      return fmt::format("record a longer run (the shim holds the threads inside allocator calls once per {} ms at "
+                         "most, and only while another thread is inside an allocation), on a machine with CPUs to "
+                         "spare, or compare it with a run under another allocator (allocscope compare)",
+                         format::kHoldGapNs / 1000000);
     case ContentionReason::SlowerWithoutTurns:
       // A run that already had more threads than CPUs gains nothing from more: more of its calls
       // timed (sleeps paired with the call that kept them waiting) is what can still tell.

@@ -358,8 +358,9 @@ class SharedCounterWithoutALock(VerdictCase):
 class ReadLockWithoutWriters(VerdictCase):
     """glibc behind one rwlock that every call takes for reading and none for writing (tests/
     allocators/readlock_alloc.c): no call excludes another, yet each changes the reader count, so
-    the calls take turns at its cache line as under a lock (Q 0.13-0.20 at 2-16 threads, one run
-    each, alone and beside two busy loops) — the turns alone would call it `global_lock`."""
+    the calls take turns at its cache line as under a lock (Q 0.26-0.42 under the stress harness at
+    2-16 threads, bench/verdicts, alone and beside a CPU hog) — the turns alone would call it
+    `global_lock`."""
 
     def test_two_threads(self):
         self.assert_no_lock(self.verdict("harness-glibc", 2, 2_000_000, allocator=test_allocator("readlock"))[0])
@@ -372,8 +373,8 @@ class YieldingLock(VerdictCase):
     """One global lock whose waiters call sched_yield and try again (tests/allocators/
     yieldlock_alloc.c): no waiter sleeps in a futex wait, the looks find them running, and the
     kernel counts their switches as involuntary ones, as if they were preempted.  At 8 threads it
-    makes the stress harness several times slower than glibc alone; whatever the run shows, it is
-    never calls that run side by side."""
+    makes the stress harness about 4x slower than glibc alone (docs/analysis.md, Limits); whatever
+    the run shows, it is never calls that run side by side."""
 
     def test_two_threads(self):
         self.assert_lock(self.verdict("harness-glibc", 2, 2_000_000, allocator=test_allocator("yieldlock"))[0])
