@@ -30,6 +30,17 @@ struct sigaction;
 int allocscope_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 typedef void (*allocscope_sighandler)(int);
 allocscope_sighandler allocscope_signal(int sig, allocscope_sighandler handler);
+/* sigwait, sigwaitinfo, sigtimedwait and signalfd (signal_api.h): the holds' signal (also the CPU
+ * samples') is taken out of the set, so that a program never reads one as its own.  `set`, `info`
+ * and `timeout` are the C library's sigset_t, siginfo_t and struct timespec. */
+int allocscope_sigwait(const void* set, int* sig);
+int allocscope_sigwaitinfo(const void* set, void* info);
+int allocscope_sigtimedwait(const void* set, void* info, const void* timeout);
+int allocscope_signalfd(int fd, const void* mask, int flags);
+/* pthread_sigmask and sigprocmask (signal_api.h): a thread that blocks the shim's signal has no
+ * CPU-sample timer meanwhile (cpu_samples.h). */
+int allocscope_pthread_sigmask(int how, const void* set, void* old);
+int allocscope_sigprocmask(int how, const void* set, void* old);
 
 /* The C++ operators (cxx_api.cpp): operator new (allocscope_new*), new[] (allocscope_new_array*),
  * delete (allocscope_delete*) and delete[] (allocscope_delete_array*).  `nt` is the caller's

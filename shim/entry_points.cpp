@@ -1,5 +1,7 @@
 // shim/entry_points.cpp — the symbols the preload library exports: one line each.
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 
 #include <cstdarg>
 #include <cstddef>
@@ -31,6 +33,12 @@ EXPORT size_t malloc_usable_size(void* p) { return allocscope_malloc_usable_size
 EXPORT void* dlopen(const char* f, int m) { return allocscope_dlopen(f, m); }
 EXPORT int sigaction(int s, const struct sigaction* a, struct sigaction* o) { return allocscope_sigaction(s, a, o); }
 EXPORT allocscope_sighandler signal(int s, allocscope_sighandler h) { return allocscope_signal(s, h); }
+EXPORT int sigwait(const sigset_t* s, int* n) { return allocscope_sigwait(s, n); }
+EXPORT int sigwaitinfo(const sigset_t* s, siginfo_t* i) { return allocscope_sigwaitinfo(s, i); }
+EXPORT int sigtimedwait(const sigset_t* s, siginfo_t* i, const struct timespec* t) { return allocscope_sigtimedwait(s, i, t); }
+EXPORT int signalfd(int fd, const sigset_t* m, int f) { return allocscope_signalfd(fd, m, f); }
+EXPORT int pthread_sigmask(int h, const sigset_t* s, sigset_t* o) { return allocscope_pthread_sigmask(h, s, o); }
+EXPORT int sigprocmask(int h, const sigset_t* s, sigset_t* o) { return allocscope_sigprocmask(h, s, o); }
 
 // The C++ operators, replaceable global functions ([new.delete]): defined here, they come first in
 // the search order like malloc.  Only the header <new> is used, none of the C++ runtime.

@@ -20,7 +20,7 @@ template <class Forward, class Try, class Wait>
 __attribute__((always_inline)) static inline int try_then_wait(Forward forward, Try try_lock, Wait wait) {
   if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
   if (!trace_this_lock()) return forward();
-  const int r = try_lock();
+  const int r = in_lock_call(try_lock);
   if (__builtin_expect(r != EBUSY, 1)) return r;
   return wait();
 }
@@ -44,7 +44,7 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
   if (!trace_this_lock()) return g_real_locks.mutex_unlock(m);
   t_unlocks++;
   if (__builtin_expect(t_unlock_countdown-- != 0, 1)) {
-    if (__builtin_expect(!t_wait_pending, 1)) return g_real_locks.mutex_unlock(m);
+    if (__builtin_expect(!t_wait_pending, 1)) return in_lock_call([&] { return g_real_locks.mutex_unlock(m); });
     return unlock_then_add_wait(m);
   }
   return sampled_mutex_unlock(m, __builtin_return_address(0));
@@ -52,8 +52,9 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
 
 EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* l) {
   if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
-  const int r = g_real_locks.rwlock_unlock(l);
-  if (__builtin_expect(t_wait_pending, 0) && trace_this_lock()) add_pending_wait(true);
+  if (!trace_this_lock()) return g_real_locks.rwlock_unlock(l);
+  const int r = in_lock_call([&] { return g_real_locks.rwlock_unlock(l); });
+  if (__builtin_expect(t_wait_pending, 0)) add_pending_wait(true);
   return r;
 }
 

@@ -20,6 +20,7 @@ __thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
 __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
 __thread bool t_unlock_started __attribute__((tls_model("initial-exec")));
 __thread bool t_wait_pending __attribute__((tls_model("initial-exec")));
+__thread uint8_t t_in_lock __attribute__((tls_model("initial-exec")));
 bool g_real_locks_resolved = false;
 bool g_lock_waits = false;
 
@@ -214,7 +215,7 @@ int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
   // The next countdown: 128..383 (never periodic).
   const uint64_t t0 = ticks();
   t_unlock_countdown = 128 + unlock_draw(t0);
-  const int r = g_real_locks.mutex_unlock(m);
+  const int r = in_lock_call([&] { return g_real_locks.mutex_unlock(m); });
   const uint64_t t1 = ticks();
   const int saved = errno;
   Slot* s = enter();
@@ -244,14 +245,14 @@ int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
 }
 
 int unlock_then_add_wait(pthread_mutex_t* m) {
-  const int r = g_real_locks.mutex_unlock(m);
+  const int r = in_lock_call([&] { return g_real_locks.mutex_unlock(m); });
   add_pending_wait(true);
   return r;
 }
 
 int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, void* site) {
   const uint64_t t0 = ticks();
-  const int r = timeout ? g_real_locks.mutex_timedlock(m, timeout) : g_real_locks.mutex_lock(m);
+  const int r = in_lock_call([&] { return timeout ? g_real_locks.mutex_timedlock(m, timeout) : g_real_locks.mutex_lock(m); });
   const uint64_t t1 = ticks();
   defer_wait(m, site, format::LockKind::Mutex, t1 - t0, t1, r == ETIMEDOUT, r == 0);
   return r;
@@ -259,12 +260,10 @@ int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, voi
 
 int contended_rwlock(pthread_rwlock_t* l, bool write, const struct timespec* timeout, void* site) {
   const uint64_t t0 = ticks();
-  int r;
-  if (write) {
-    r = timeout ? g_real_locks.rwlock_timedwrlock(l, timeout) : g_real_locks.rwlock_wrlock(l);
-  } else {
-    r = timeout ? g_real_locks.rwlock_timedrdlock(l, timeout) : g_real_locks.rwlock_rdlock(l);
-  }
+  const int r = in_lock_call([&] {
+    if (write) return timeout ? g_real_locks.rwlock_timedwrlock(l, timeout) : g_real_locks.rwlock_wrlock(l);
+    return timeout ? g_real_locks.rwlock_timedrdlock(l, timeout) : g_real_locks.rwlock_rdlock(l);
+  });
   const uint64_t t1 = ticks();
   defer_wait(l, site, write ? format::LockKind::RwWrite : format::LockKind::RwRead, t1 - t0, t1,
              r == ETIMEDOUT, r == 0);
@@ -273,7 +272,8 @@ int contended_rwlock(pthread_rwlock_t* l, bool write, const struct timespec* tim
 
 int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* timeout, void* site) {
   const uint64_t t0 = ticks();
-  const int r = timeout ? g_real_locks.cond_timedwait(c, m, timeout) : g_real_locks.cond_wait(c, m);
+  const int r = in_lock_call([&] { return timeout ? g_real_locks.cond_timedwait(c, m, timeout) : g_real_locks.cond_wait(c, m); },
+                             kInCondWait);
   const uint64_t t1 = ticks();
   defer_wait(c, site, format::LockKind::Cond, t1 - t0, t1, r == ETIMEDOUT, r == 0 || r == ETIMEDOUT);
   return r;

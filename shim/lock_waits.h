@@ -77,6 +77,18 @@ int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespe
 // there (the unlock's callers are the lock's where a function takes and releases a lock), else
 // none.  Also called when the thread exits.
 extern __thread bool t_wait_pending __attribute__((tls_model("initial-exec")));
+// Where the thread is for a CPU sample (cpu_samples.h): inside a traced lock or unlock call, or a
+// condition wait.  Set around the real call only: the wrappers' own work is the shim's.
+enum : uint8_t { kNotInLock = 0, kInLockCall = 1, kInCondWait = 2 };
+extern __thread uint8_t t_in_lock __attribute__((tls_model("initial-exec")));
+// Runs the real call `f` marked as a lock call (or `mark`) for the CPU samples.
+template <class F>
+__attribute__((always_inline)) inline int in_lock_call(F f, uint8_t mark = kInLockCall) {
+  t_in_lock = mark;
+  const int r = f();
+  t_in_lock = kNotInLock;
+  return r;
+}
 void add_pending_wait(bool at_unlock);
 
 // pthread_mutex_unlock: with a waiter it is a system call (musl wakes on every contended unlock),

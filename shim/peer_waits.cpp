@@ -11,6 +11,7 @@
 #include "allocscope/buckets.h"
 #include "allocscope/ops.h"
 #include "allocscope/window_phase.h"
+#include "cpu_samples.h"
 #include "process_state.h"
 #include "recorder.h"
 #include "signal_api.h"
@@ -271,8 +272,7 @@ std::atomic<int> g_hold_choosing{0};
 // Interrupts the thread where it is, inside an allocator call or not, and stays there for
 // hold_ticks if a request is outstanding and fresh (a signal that was pending while the thread
 // could not take it comes late: then nothing is held).  Only the clock and the thread's own slot.
-void on_hold_signal(int) {
-  const ThreadCtx& t = t_ctx;
+void on_hold(const ThreadCtx& t) {
   Slot* s = t.slot;
   if (!s) return;
   const uint64_t asked = s->h.hold_request.load(std::memory_order_acquire);
@@ -292,7 +292,20 @@ void on_hold_signal(int) {
   s->h.hold_end.store(end, std::memory_order_release);
 }
 
-// The hold signal, installed on first use: the highest real-time signal from 60 down whose
+// The shim's signal: a CPU sample when its thread's timer sent it (cpu_samples.h), else a hold.
+void on_shim_signal(int, siginfo_t* info, void*) {
+  if (info && info->si_code == SI_TIMER) {
+    take_cpu_sample();
+    return;
+  }
+  on_hold(t_ctx);
+}
+
+}  // namespace
+
+int hold_signal_chosen() { return g_hold_signal.load(std::memory_order_acquire); }
+
+// The shim's signal, installed on first use: the highest real-time signal from 60 down whose
 // disposition is the default (the program does not use it); none when every one is taken.  Checked
 // again at every hold: a program that installs its own handler on it later ends the holds.
 int hold_signal() {
@@ -300,25 +313,32 @@ int hold_signal() {
   if (sig < 0) return -1;
   if (sig > 0) {
     struct sigaction cur;
-    if (real_sigaction(sig, nullptr, &cur) == 0 && cur.sa_handler == on_hold_signal) return sig;
+    if (real_sigaction(sig, nullptr, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_shim_signal)
+      return sig;
     g_hold_signal.store(-1, std::memory_order_release);
     return -1;
   }
   int idle = 0;
-  if (!g_hold_choosing.compare_exchange_strong(idle, 1, std::memory_order_acquire)) return -1;
+  if (!g_hold_choosing.compare_exchange_strong(idle, 1, std::memory_order_acquire)) {
+    // Another thread is choosing (threads of a pool start together): a few sigaction calls.
+    while (g_hold_signal.load(std::memory_order_acquire) == 0) sys::sched_yield();
+    return hold_signal();
+  }
   int chosen = -1;
-  for (int n = 60; n >= 40 && chosen < 0; --n) {
+  for (int n = kLastShimSignal; n >= kFirstShimSignal && chosen < 0; --n) {
     struct sigaction cur;
     if (real_sigaction(n, nullptr, &cur) != 0 || cur.sa_handler != SIG_DFL) continue;
     struct sigaction sa;
     __builtin_memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_hold_signal;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_sigaction = on_shim_signal;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     if (real_sigaction(n, &sa, nullptr) == 0) chosen = n;
   }
   g_hold_signal.store(chosen, std::memory_order_release);
   return chosen;
 }
+
+namespace {
 
 // Whether the thread of `peer` is on a CPU now (the kernel's file says "running"): only such a
 // thread takes the hold signal at once.  One waiting for a CPU (more threads than CPUs, or a busy
@@ -435,6 +455,7 @@ std::atomic<int> g_holds_in_flight{0};
 void program_takes_signal(int sig) {
   if (sig <= 0 || g_hold_signal.load(std::memory_order_acquire) != sig) return;
   g_hold_signal.store(-1, std::memory_order_release);
+  stop_all_cpu_samples();  // a sample pending now lands before the program's handler is in place
   // A turn that read the signal just before sends within microseconds; the requests in flight
   // land as soon as their threads run (this one yields its CPU to them): 50 ms at most, once in
   // the life of a program that takes the signal.

@@ -60,6 +60,13 @@ extern std::atomic<uint64_t> g_outside_turns;
 // `allocating`: the call about to be made obtains bytes.  A hold (format.h kPeerHold) whose probe is
 // an allocation is due at most once per kHoldGapNs, and one whose probe is a release as well.
 bool outside_turn(Slot* self, uint64_t now, bool allocating);
+// The shim's real-time signal (holds, and CPU samples: cpu_samples.h), chosen and installed on
+// first use; -1 when none could be had or the program has taken it.
+int hold_signal();
+// The real-time signals the shim chooses from: the highest free one.
+constexpr int kFirstShimSignal = 40, kLastShimSignal = 60;
+// The signal chosen so far (0: none yet, -1: none), without choosing one.
+int hold_signal_chosen();
 // Requests sent and not yet taken by their thread's handler (nor withdrawn).
 extern std::atomic<int> g_holds_in_flight;
 // The program installs a handler on `sig` (signal_api.h): if it is the holds' signal, the holds

@@ -11,8 +11,10 @@
 #include <cstdarg>
 
 #include "allocscope_core.h"
+#include "cpu_samples.h"
 #include "peer_waits.h"
 #include "process_state.h"
+#include "recorder.h"
 #include "sys.h"
 
 using namespace allocscope;
@@ -31,6 +33,7 @@ F next_symbol(const char* name) {
 template <class F, class... Args>
 int call_next_exec(const char* name, Args... args) {
   allocscope_image_ending();
+  stop_cpu_samples(t_ctx.slot);  // no sample may be pending across the exec: it would end the next program
   drop_pending_hold_signal();
   const F real = next_symbol<F>(name);
   int r = -1;

@@ -17,6 +17,7 @@
 
 #include "allocscope/window_phase.h"
 #include "calibration.h"
+#include "cpu_samples.h"
 #include "lock_waits.h"
 #include "real_allocator.h"
 #include "recorder.h"
@@ -90,6 +91,8 @@ void configure_sampling(const format::Calibration& c) {
   __atomic_store_n(&g_exact_free_sizes, env_uint("ALLOCSCOPE_FREE_SIZES", 0) != 0, __ATOMIC_RELAXED);
   g_trace = env_uint("ALLOCSCOPE_TRACE", 0) != 0;
   __atomic_store_n(&g_lock_waits, env_uint("ALLOCSCOPE_LOCKS", 0) != 0, __ATOMIC_RELAXED);
+  // CPU samples come with lock tracing unless told otherwise (cpu_samples.h).
+  g_cpu_samples = env_uint("ALLOCSCOPE_CPU_SAMPLES", g_lock_waits ? 1 : 0) != 0;
   s.cpu_sample_every = env_uint("ALLOCSCOPE_CPU_SAMPLE", kDefaultCpuSampleEvery);
   s.stack_every = env_uint("ALLOCSCOPE_STACKS", 0);
   s.stack_slow_ticks = env_uint("ALLOCSCOPE_STACK_SLOW_NS", 50000) * (c.tick_hz / 1000000) / 1000;
@@ -342,7 +345,8 @@ bool write_calibration_chunk() {
                  (g_sampling.look_gap ? format::kModePeerWaits : 0) |
                  (g_sampling.outside_gap ? format::kModePeerLooksOutside | format::kModePeerProbes : 0) |
                  (g_sampling.hold_ticks ? format::kModeHolds : 0) |
-                 (g_sampling.fault_ticks ? format::kModeFaults : 0);
+                 (g_sampling.fault_ticks ? format::kModeFaults : 0) |
+                 (g_cpu_samples ? format::kModeCpuSamples : 0);
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(

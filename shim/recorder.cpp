@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "allocscope/window_phase.h"
+#include "cpu_samples.h"
 #include "lock_waits.h"
 #include "peer_waits.h"
 #include "process_state.h"
@@ -32,6 +33,7 @@ void on_thread_exit(void* p) {
   if (t_wait_pending) add_pending_wait(false);  // a lock held to the end: its wait still counts
   t.depth++;
   Slot* s = static_cast<Slot*>(p);
+  stop_cpu_samples(s);  // before its last counts are written
   flush_slot(s, format::ThreadState::Exited);
   s->h.state.store(kSlotExited, std::memory_order_release);
   if (g_ps) g_ps->live_threads.fetch_sub(1, std::memory_order_relaxed);
@@ -96,6 +98,7 @@ Slot* attach_thread(ThreadCtx& t) {
       t.timing = 0;
       t.next_open = t.next_close = 0;
       t.cpu_countdown = g_sampling.cpu_sample_every;
+      start_cpu_samples(s);
     } else if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
       t.unobserved = 1;
       say_once(3, "allocscope: more live threads than slots; further threads are not observed\n");

@@ -3,9 +3,11 @@
 
 #include <dlfcn.h>
 
+#include <cerrno>
 #include <atomic>
 
 #include "allocscope_core.h"
+#include "cpu_samples.h"
 #include "peer_waits.h"
 
 namespace allocscope {
@@ -23,8 +25,46 @@ F next_definition(std::atomic<F>& cache, const char* name) {
 
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 using SignalFn = sighandler_t (*)(int, sighandler_t);
+using SigwaitFn = int (*)(const sigset_t*, int*);
+using SigwaitinfoFn = int (*)(const sigset_t*, siginfo_t*);
+using SigtimedwaitFn = int (*)(const sigset_t*, siginfo_t*, const struct timespec*);
+using SignalfdFn = int (*)(int, const sigset_t*, int);
+using SigmaskFn = int (*)(int, const sigset_t*, sigset_t*);
 std::atomic<SigactionFn> g_next_sigaction{nullptr};
 std::atomic<SignalFn> g_next_signal{nullptr};
+std::atomic<SigwaitFn> g_next_sigwait{nullptr};
+std::atomic<SigwaitinfoFn> g_next_sigwaitinfo{nullptr};
+std::atomic<SigtimedwaitFn> g_next_sigtimedwait{nullptr};
+std::atomic<SignalfdFn> g_next_signalfd{nullptr};
+std::atomic<SigmaskFn> g_next_pthread_sigmask{nullptr};
+std::atomic<SigmaskFn> g_next_sigprocmask{nullptr};
+
+// After a thread's signal mask changed: whether it now blocks the shim's signal, if that changed.
+void mask_changed(int how, const void* set) {
+  const int sig = hold_signal_chosen();
+  if (sig <= 0) return;
+  const bool named = sigismember(static_cast<const sigset_t*>(set), sig) == 1;
+  if (!named && how != SIG_SETMASK) return;
+  const int saved = errno;
+  cpu_samples_blocked(named && how != SIG_UNBLOCK);
+  errno = saved;
+}
+
+// The set a program waits on with sigwait or reads with signalfd, as passed on.  A set that holds
+// every real-time signal the shim chooses from (sigfillset: a thread that takes whatever comes)
+// goes on without the shim's signal (holds, CPU samples): the program never reads one as its own.
+// A narrower set that names the shim's signal is the program's claim on it, as a handler would be:
+// the shim stops using it (program_takes_signal), and the set goes on unchanged.
+sigset_t without_ours(const void* set) {
+  sigset_t s = *static_cast<const sigset_t*>(set);
+  const int sig = hold_signal_chosen();
+  if (sig <= 0 || !sigismember(&s, sig)) return s;
+  bool every = true;
+  for (int n = kFirstShimSignal; n <= kLastShimSignal && every; ++n) every = sigismember(&s, n) == 1;
+  if (every) sigdelset(&s, sig);
+  else program_takes_signal(sig);
+  return s;
+}
 
 }  // namespace
 
@@ -48,6 +88,62 @@ sighandler_t allocscope_signal(int sig, sighandler_t handler) {
   program_takes_signal(sig);
   const SignalFn f = next_definition(g_next_signal, "signal");
   return f ? f(sig, handler) : SIG_ERR;
+}
+
+int allocscope_pthread_sigmask(int how, const void* set, void* old) {
+  const SigmaskFn f = next_definition(g_next_pthread_sigmask, "pthread_sigmask");
+  if (!f) return ENOSYS;
+  const int r = f(how, static_cast<const sigset_t*>(set), static_cast<sigset_t*>(old));
+  if (r == 0 && set) mask_changed(how, set);
+  return r;
+}
+
+int allocscope_sigprocmask(int how, const void* set, void* old) {
+  const SigmaskFn f = next_definition(g_next_sigprocmask, "sigprocmask");
+  if (!f) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const int r = f(how, static_cast<const sigset_t*>(set), static_cast<sigset_t*>(old));
+  if (r == 0 && set) mask_changed(how, set);
+  return r;
+}
+
+int allocscope_sigwait(const void* set, int* sig) {
+  const SigwaitFn f = next_definition(g_next_sigwait, "sigwait");
+  if (!f) return ENOSYS;
+  const sigset_t s = set ? without_ours(set) : sigset_t{};
+  return f(set ? &s : nullptr, sig);
+}
+
+int allocscope_sigwaitinfo(const void* set, void* info) {
+  const SigwaitinfoFn f = next_definition(g_next_sigwaitinfo, "sigwaitinfo");
+  if (!f) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const sigset_t s = set ? without_ours(set) : sigset_t{};
+  return f(set ? &s : nullptr, static_cast<siginfo_t*>(info));
+}
+
+int allocscope_sigtimedwait(const void* set, void* info, const void* timeout) {
+  const SigtimedwaitFn f = next_definition(g_next_sigtimedwait, "sigtimedwait");
+  if (!f) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const sigset_t s = set ? without_ours(set) : sigset_t{};
+  return f(set ? &s : nullptr, static_cast<siginfo_t*>(info), static_cast<const struct timespec*>(timeout));
+}
+
+int allocscope_signalfd(int fd, const void* mask, int flags) {
+  const SignalfdFn f = next_definition(g_next_signalfd, "signalfd");
+  if (!f) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const sigset_t s = mask ? without_ours(mask) : sigset_t{};
+  return f(fd, mask ? &s : nullptr, flags);
 }
 
 }  // extern "C"

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "allocscope/window_phase.h"
+#include "cpu_samples.h"
 #include "lock_waits.h"
 #include "peer_waits.h"
 #include "process_state.h"
@@ -277,7 +278,7 @@ Slot* acquire_slot() {
         }
         const bool unflushed = count_calls(s) != load_shared(s->h.calls_at_flush) ||
                                s->h.ring.size() > 0 || trace_pending(s) || lock_waits_pending(s) ||
-                               peer_waits_pending(s);
+                               cpu_samples_pending(s) || peer_waits_pending(s);
         if (unflushed && !flush_held(s, format::ThreadState::Exited) &&
             g_ps->mode.load(std::memory_order_acquire) == kModeInitialising) {
           // The profile is not open yet: keep the dead thread's counts for a later flush.
@@ -309,7 +310,7 @@ bool flush_held(Slot* s, format::ThreadState state) {
     if (owner) read_thread_rusage(s->h.rusage);  // getrusage only sees the caller
     const uint64_t calls = count_calls(s);
     ok = write_pending_stacks(s) && write_events(s) && write_trace(s, owner) &&
-         write_stats(s, state) && write_lock_waits(s) && write_peer_waits(s);
+         write_stats(s, state) && write_lock_waits(s) && write_cpu_samples(s) && write_peer_waits(s);
     if (ok && owner && (g_sampling.stack_every || lock_stacks_wanted())) write_modules_if_changed();
     store_shared(s->h.calls_at_flush, calls);
     store_shared(s->h.last_flush_tick, ticks());
@@ -357,7 +358,7 @@ void flush_all_slots(format::ThreadState state) {
     const bool live = st == kSlotOwned || st == kSlotExited;
     const bool pending = live && (count_calls(s) != load_shared(s->h.calls_at_flush) ||
                                   s->h.ring.size() > 0 || trace_pending(s) || load_shared(s->h.seq) == 0 ||
-                                  lock_waits_pending(s) || peer_waits_pending(s));
+                                  lock_waits_pending(s) || cpu_samples_pending(s) || peer_waits_pending(s));
     if (pending) flush_held(s, st == kSlotOwned ? state : format::ThreadState::Exited);
     s->h.flushing.store(0, std::memory_order_release);
   }
@@ -390,6 +391,14 @@ uint32_t some_peers(const Slot* self, uint64_t pick, Slot** out, uint32_t max) {
     if (s && s != self && s->h.state.load(std::memory_order_acquire) == kSlotOwned) out[found++] = s;
   }
   return found;
+}
+
+void each_slot(void (*visit)(Slot*)) {
+  const uint32_t n = slot_count();
+  for (uint32_t i = 0; i < n; i++) {
+    Slot* s = g_slots[i].load(std::memory_order_acquire);
+    if (s && s->h.state.load(std::memory_order_acquire) != kSlotFree) visit(s);
+  }
 }
 
 uint64_t total_events_dropped() {

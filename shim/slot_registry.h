@@ -32,6 +32,9 @@ Slot* peer_inside(const Slot* self, uint64_t before, uint64_t pick, uint64_t* si
 // number.
 uint32_t some_peers(const Slot* self, uint64_t pick, Slot** out, uint32_t max);
 
+// Calls `visit` on every slot that is not Free.
+void each_slot(void (*visit)(Slot*));
+
 // Totals over all slots, for ProcessEnd.
 uint64_t total_events_dropped();
 

@@ -103,6 +103,12 @@ struct SlotHeader {
   // gate word (recorder.h in_call_depth) it interrupted.
   std::atomic<uint64_t> hold_request;
   std::atomic<uint64_t> hold_start, hold_end, hold_gate;
+  // CPU samples (cpu_samples.h): the thread's timer, and where its signal handler found the thread,
+  // counted by the handler on the owner's own thread (format.h CpuSamples).
+  int32_t cpu_timer;
+  uint32_t cpu_timer_set;       // 1 while cpu_timer is the thread's
+  uint64_t cpu_samples, cpu_in_allocator, cpu_in_shim, cpu_in_locks, cpu_in_cond;
+  uint64_t cpu_samples_at_flush;  // cpu_samples as of the last CpuSamples chunk
 };
 static_assert(sizeof(SlotHeader) <= kSlotHeaderSize);
 

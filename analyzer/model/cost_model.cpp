@@ -329,6 +329,7 @@ CostReport analyze_profile(const std::filesystem::path& path, const CostOptions&
   std::map<uint32_t, double> lifetimes;
   for (const auto& t : r.threads_rows) lifetimes[t.serial] = t.lifetime_ns;
   r.locks = analyze_locks(profile, r.thread_time_ns, lifetimes);
+  r.cpu = cpu_parts(profile, r.threads_rows);
   r.verdict = make_verdict(r);
   return r;
 }

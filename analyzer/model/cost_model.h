@@ -26,6 +26,7 @@
 #include "allocscope/format.h"
 #include "allocscope/ops.h"
 #include "model/contention_verdict.h"
+#include "model/cpu_parts.h"
 #include "model/lock_report.h"
 #include "profile/stats.h"
 #include "model/timeline.h"
@@ -217,6 +218,7 @@ struct CostReport {
   ModelNotes model;
   Verdict verdict;
   LockReport locks;                  // the program's own lock waits (record --locks): lock_report.h
+  CpuParts cpu;                      // where the threads' CPU time went (record --locks): cpu_parts.h
 };
 
 // A busy thread: one that made at least 1 % of the process's calls, or at least half as many as

@@ -166,6 +166,7 @@ RunSide side_of(const CostReport& r, const FaultEvidence& f) {
   s.wait_share = r.contention.wait_share;
   s.locks_recorded = r.locks.recorded;
   add_lock_times(s, r);
+  s.cpu = r.cpu;
   return s;
 }
 
@@ -302,6 +303,23 @@ void diff_locks_and_wall(DiffReport& d, double k, bool comparable, bool gap) {
     if (d.coverage) {
       d.locks_share = d.locks_delta_ns / d.measured_delta_ns;
       d.explained = (d.attributed_delta_ns + d.locks_delta_ns) / d.measured_delta_ns;
+    }
+  }
+  // Where both runs sampled their CPU time: its parts, scaled like the rest of BASE.
+  d.cpu_parts = d.base.cpu.recorded && d.other.cpu.recorded;
+  if (d.cpu_parts) {
+    const CpuParts& b = d.base.cpu;
+    const CpuParts& o = d.other.cpu;
+    d.cpu_sampled_delta_ns = o.cpu_ns - k * b.cpu_ns;
+    d.cpu_allocator_delta_ns = o.allocator.ns - k * b.allocator.ns;
+    d.cpu_allocator_error_ns = std::hypot(o.allocator.error_ns, k * b.allocator.error_ns);
+    d.cpu_locks_delta_ns = o.locks.ns - k * b.locks.ns;
+    d.cpu_locks_error_ns = std::hypot(o.locks.error_ns, k * b.locks.error_ns);
+    const double error = std::hypot(d.cpu_allocator_error_ns, d.cpu_locks_error_ns);
+    const double larger = std::max(o.cpu_ns, k * b.cpu_ns);
+    if (comparable && std::fabs(d.cpu_sampled_delta_ns) > std::max(0.02 * larger, error)) {
+      d.cpu_explained = (d.cpu_allocator_delta_ns + d.cpu_locks_delta_ns) / d.cpu_sampled_delta_ns;
+      d.cpu_explained_error = error / std::fabs(d.cpu_sampled_delta_ns);
     }
   }
   if (comparable && d.base.wall_ns && d.other.wall_ns) {

@@ -78,6 +78,7 @@ struct RunSide {
   bool locks_recorded = false;
   double lock_wait_ns = 0, cond_wait_ns = 0;
   double lock_time_ns = 0;               // lock wait + unlock (estimated): the locks' cost
+  CpuParts cpu;                          // where the threads' CPU time went (cpu_parts.h), if sampled
   std::string top_lock;                  // the lock with the most lock time, by call site ("" if none)
   double top_lock_wait_ns = 0;
 };
@@ -135,6 +136,18 @@ struct DiffReport {
   double rest_delta_ns = 0;              // measured - attributed - locks - cond
   std::optional<double> locks_share;     // locks_delta / measured
   std::optional<double> explained;       // (attributed + locks_delta) / measured
+  // With both runs' CPU time sampled (cpu_parts.h): the sampled threads' CPU time, OTHER - BASE,
+  // and the change inside allocator calls and inside the program's lock calls, with their bounds.
+  // With more threads than CPUs, a second of CPU time more keeps the other threads queued too: the
+  // share of the CPU-time gap is what each part's CPU costs the program (docs/analysis.md, "Where
+  // the CPU time goes").  A share only where the CPU time differs by more than 2 % and more than
+  // the parts' bound.
+  bool cpu_parts = false;
+  double cpu_sampled_delta_ns = 0;
+  double cpu_allocator_delta_ns = 0, cpu_allocator_error_ns = 0;
+  double cpu_locks_delta_ns = 0, cpu_locks_error_ns = 0;
+  std::optional<double> cpu_explained;   // (allocator + locks) / sampled CPU gap
+  double cpu_explained_error = 0;        // ± its bound, as a share of the gap
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
   DiffVerdict verdict = DiffVerdict::NoGap;  // Part: largest_part() names the allocator's change
   // Whether the verdict claims a share of the gap for the allocator: every view prints the

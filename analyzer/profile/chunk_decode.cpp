@@ -386,6 +386,16 @@ PeerWaitsRecord decode_peer_waits(PayloadCursor& in) {
   return rec;
 }
 
+format::CpuSamples decode_cpu_samples(PayloadCursor& in) {
+  const uint64_t at = in.offset();
+  const auto c = in.take<format::CpuSamples>("CpuSamples");
+  const uint64_t parts = c.in_allocator + c.in_shim + c.in_locks + c.in_cond;
+  if (parts > c.samples || parts < c.in_allocator)
+    in.fail_at(at, fmt::format("CpuSamples: {} samples in parts of {} in all", parts, c.samples));
+  in.expect_end("CpuSamples");
+  return c;
+}
+
 }  // namespace
 
 ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, const std::string& file,
@@ -403,6 +413,7 @@ ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, co
     case ChunkType::Modules: return decode_modules(in);
     case ChunkType::LockWaits: return decode_lock_waits(in);
     case ChunkType::PeerWaits: return decode_peer_waits(in);
+    case ChunkType::CpuSamples: return decode_cpu_samples(in);
   }
   in.fail(fmt::format("cannot decode chunk {}", chunk_type_name(type)));
 }

@@ -93,7 +93,7 @@ struct PeerWaitsRecord {
 
 using ChunkBody = std::variant<ProcessRecord, format::Calibration, ThreadStatsRecord, EventsRecord,
                                format::ProcessEnd, NoteRecord, TraceEventsRecord, StacksRecord,
-                               ModulesRecord, LockWaitsRecord, PeerWaitsRecord>;
+                               ModulesRecord, LockWaitsRecord, PeerWaitsRecord, format::CpuSamples>;
 
 struct Chunk {
   uint64_t offset = 0;  // file offset of the chunk header

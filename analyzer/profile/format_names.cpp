@@ -19,13 +19,14 @@ std::string chunk_type_name(uint16_t type) {
     case ChunkType::Modules: return "Modules";
     case ChunkType::LockWaits: return "LockWaits";
     case ChunkType::PeerWaits: return "PeerWaits";
+    case ChunkType::CpuSamples: return "CpuSamples";
   }
   return fmt::format("type {}", type);
 }
 
 bool is_known_chunk_type(uint16_t type) {
   return type >= static_cast<uint16_t>(ChunkType::Process) &&
-         type <= static_cast<uint16_t>(ChunkType::PeerWaits);
+         type <= static_cast<uint16_t>(ChunkType::CpuSamples);
 }
 
 std::string libc_name(uint8_t libc) {

@@ -164,6 +164,11 @@ class ProfileBuilder {
     if (!inserted && locks.header.seq >= it->second.header.seq) it->second = locks;
   }
 
+  void apply(const format::CpuSamples& c) {
+    auto [it, inserted] = profile_.cpu_samples.try_emplace(c.thread_serial, c);
+    if (!inserted && c.seq >= it->second.seq) it->second = c;
+  }
+
   void apply(const PeerWaitsRecord& peers) {
     for (const format::PeerWait& w : peers.waits) profile_.peer_waits.push_back({peers.header.thread_serial, w});
   }

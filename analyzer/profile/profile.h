@@ -64,6 +64,8 @@ struct Profile {
   // LockWaits chunks (record --locks): per thread_serial the one with the highest seq (the rows
   // are cumulative); the last in file order among equal seqs.
   std::map<uint32_t, LockWaitsRecord> lock_waits;
+  // CpuSamples chunks (kModeCpuSamples): per thread_serial the one with the highest seq.
+  std::map<uint32_t, format::CpuSamples> cpu_samples;
   ModuleMap modules;   // Modules chunks
   // PeerWaits chunks: every record, with the serial of the thread that looked, in file order.
   struct PeerLook {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "render/cpu_parts.h"
 #include "render/report.h"
 #include "render/shapes.h"
 #include "util/json_writer.h"
@@ -78,6 +79,17 @@ std::string shape_note(const DiffReport& d) {
                      "{} a trace.", which);
 }
 
+// With both runs' CPU time sampled and a CPU-time gap: what lock and allocator calls take of it.
+std::string cpu_sentence(const DiffReport& d) {
+  if (!d.cpu_explained) return "";
+  return fmt::format(" Of the CPU time, which changed by {}, the program's lock calls took {} ± {} and allocator "
+                     "calls {} ± {}: together {} (± {} points) of the CPU-time gap.",
+                     format_signed_duration_ns(d.cpu_sampled_delta_ns), format_signed_duration_ns(d.cpu_locks_delta_ns),
+                     format_duration_ns(d.cpu_locks_error_ns), format_signed_duration_ns(d.cpu_allocator_delta_ns),
+                     format_duration_ns(d.cpu_allocator_error_ns), format_percent(*d.cpu_explained),
+                     fmt::format("{:.0f}", 100 * d.cpu_explained_error));
+}
+
 std::string lock_sentence(const DiffReport& d) {
   if (!d.locks || !d.locks_share) return "";
   const RunSide& worse = d.locks_delta_ns >= 0 ? d.other : d.base;
@@ -86,7 +98,8 @@ std::string lock_sentence(const DiffReport& d) {
   if (!worse.top_lock.empty())
     text += fmt::format(", most of all {} on {} ({} of waiting)", worse.top_lock, &worse == &d.other ? "OTHER" : "BASE",
                         format_duration_ns(worse.top_lock_wait_ns));
-  return text + fmt::format("; allocator and locks together explain {}.", d.explained ? format_percent(*d.explained) : "-");
+  return text + fmt::format("; allocator and locks together explain {}.", d.explained ? format_percent(*d.explained) : "-") +
+         cpu_sentence(d);
 }
 
 // The program's own threads outnumber the CPUs (diff.h threads_queue): preemption is their queue
@@ -278,6 +291,20 @@ std::vector<std::vector<std::string>> diff_totals(const DiffReport& d) {
     totals.push_back({"rest (none of the above)", "", "", format_signed_duration_ns(d.rest_delta_ns)});
     totals.push_back({"allocator + other locks", "", "", d.explained ? format_percent(*d.explained) : "-"});
   }
+  if (d.cpu_parts) {  // both runs sampled their CPU time: the CPU-time gap and its parts
+    const double k = d.work.per_call ? d.work.ratio : 1.0;
+    totals.push_back({"CPU time (sampled threads)", format_duration_ns(d.base.cpu.cpu_ns), format_duration_ns(d.other.cpu.cpu_ns),
+                      format_signed_duration_ns(d.cpu_sampled_delta_ns)});
+    totals.push_back({"  inside allocator calls", format_duration_ns(d.base.cpu.allocator.ns),
+                      format_duration_ns(d.other.cpu.allocator.ns),
+                      fmt::format("{} ± {}", format_signed_duration_ns(d.cpu_allocator_delta_ns), format_duration_ns(d.cpu_allocator_error_ns))});
+    totals.push_back({"  inside lock calls", format_duration_ns(d.base.cpu.locks.ns), format_duration_ns(d.other.cpu.locks.ns),
+                      fmt::format("{} ± {}", format_signed_duration_ns(d.cpu_locks_delta_ns), format_duration_ns(d.cpu_locks_error_ns))});
+    totals.push_back({"  elsewhere", format_duration_ns(d.base.cpu.elsewhere.ns), format_duration_ns(d.other.cpu.elsewhere.ns),
+                      format_signed_duration_ns(d.other.cpu.elsewhere.ns - k * d.base.cpu.elsewhere.ns)});
+    totals.push_back({"allocator + other locks (CPU time)", "", "",
+                      d.cpu_explained ? fmt::format("{} ± {}", format_percent(*d.cpu_explained), format_percent(d.cpu_explained_error)) : "-"});
+  }
   totals.push_back({"contention", contention_kind_name(d.base.contention.kind), contention_kind_name(d.other.contention.kind), ""});
   totals.push_back({"waiting share of allocator time", format_percent(d.base.wait_share), format_percent(d.other.wait_share), ""});
   return totals;
@@ -379,6 +406,8 @@ std::string diff_json(const DiffReport& d) {
     w.field("locks_recorded", s.locks_recorded).field("lock_wait_ns", json_signed_ns(s.lock_wait_ns));
     w.field("lock_time_ns", json_signed_ns(s.lock_time_ns)).field("cond_wait_ns", json_signed_ns(s.cond_wait_ns));
     w.field("top_lock", s.top_lock).field("top_lock_wait_ns", json_signed_ns(s.top_lock_wait_ns));
+    w.key("cpu");
+    write_cpu_parts_json(w, s.cpu);
     w.key("contention").begin_object();
     write_contention_verdict(w, s.contention);
     w.end_object();
@@ -413,6 +442,18 @@ std::string diff_json(const DiffReport& d) {
     w.field("delta_ns", json_signed_ns(d.locks_delta_ns)).field("share", json_fraction(d.locks_share));
     w.field("cond_delta_ns", json_signed_ns(d.cond_delta_ns));
     w.field("rest_delta_ns", json_signed_ns(d.rest_delta_ns)).field("explained", json_fraction(d.explained));
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.key("cpu");
+  if (d.cpu_parts) {
+    w.begin_object();
+    w.field("delta_ns", json_signed_ns(d.cpu_sampled_delta_ns));
+    w.field("allocator_delta_ns", json_signed_ns(d.cpu_allocator_delta_ns)).field("allocator_error_ns", json_signed_ns(d.cpu_allocator_error_ns));
+    w.field("locks_delta_ns", json_signed_ns(d.cpu_locks_delta_ns)).field("locks_error_ns", json_signed_ns(d.cpu_locks_error_ns));
+    w.field("explained", json_fraction(d.cpu_explained));
+    w.field("explained_error", json_fraction(d.cpu_explained ? std::optional<double>(d.cpu_explained_error) : std::nullopt));
     w.end_object();
   } else {
     w.null();

@@ -8,6 +8,7 @@
 #include "render/report_notes.h"
 #include "render/report_verdict.h"
 #include "render/callsites.h"
+#include "render/cpu_parts.h"
 #include "render/lock_report.h"
 #include "render/rusage_json.h"
 #include "render/shapes.h"
@@ -171,6 +172,8 @@ std::string report_json(const CostReport& r, const ReportDetails& details) {
   write_contention(w, r);
   w.key("locks");
   write_lock_report_json(w, r.locks);
+  w.key("cpu");
+  write_cpu_parts_json(w, r.cpu);
   w.key("classes").begin_array();
   for (const ClassRow& c : r.classes) write_class(w, c);
   w.end_array();

@@ -9,6 +9,7 @@
 #include "render/report_notes.h"
 #include "render/report_verdict.h"
 #include "render/callsites.h"
+#include "render/cpu_parts.h"
 #include "render/lock_report.h"
 #include "render/shapes.h"
 #include "util/text_table.h"
@@ -273,6 +274,7 @@ std::string report_text(const CostReport& r, const ReportDetails& details) {
   }
   out += contention_section(r);
   if (r.locks.recorded) out += section("Locks outside the allocator", lock_section_text(r.locks, kWidth));
+  if (r.cpu.recorded) out += section("Where the CPU time went (sampled)", cpu_section_text(r.cpu));
   out += model_section(r);
   return out;
 }

@@ -32,6 +32,8 @@
 //                per (lock, call site): see LockWaitsHeader.  Cumulative like ThreadStats.
 //   PeerWaits    what one thread found other threads doing inside long timed calls: see
 //                PeerWaitsHeader.  Each chunk holds new records only.
+//   CpuSamples   (lock tracing) where one thread was when its CPU time was sampled: see
+//                CpuSamples.  Cumulative like ThreadStats.
 //
 // Times are in ticks of the clock named by Calibration::clock (TSC or CLOCK_MONOTONIC ns);
 // tick_hz converts them.  Pairs (tick, mono_ns) in several chunks let a reader refine tick_hz.
@@ -69,6 +71,7 @@ enum class ChunkType : uint16_t {
   Modules = 9,
   LockWaits = 10,
   PeerWaits = 11,
+  CpuSamples = 12,
 };
 
 struct ChunkHeader {
@@ -143,6 +146,11 @@ constexpr uint64_t kModeHolds = 1u << 10;
 // Without the flag (profiles written before, traces, count-only), only the rusage probe's calls
 // say how many faults were taken inside calls.
 constexpr uint64_t kModeFaults = 1u << 11;
+// Each thread's CPU time was sampled (CpuSamples chunks): a timer on the thread's own CPU clock
+// signals it every kCpuSampleNs of its CPU time, user or system, and the handler notes where the
+// thread is — inside an allocator call, inside the shim, inside one of the program's pthread lock
+// calls (lock tracing), or elsewhere.  Without the flag a profile says nothing of where CPU time went.
+constexpr uint64_t kModeCpuSamples = 1u << 12;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -515,6 +523,24 @@ struct PeerWait {
   uint64_t arg0, arg1;       // its first two arguments
 };
 static_assert(sizeof(PeerWait) == 40);
+
+// --- CPU samples -----------------------------------------------------------------------------
+// CpuSamples (kModeCpuSamples): the samples of one thread's CPU time so far, by where the thread
+// was.  A sample is due every kCpuSampleNs of the thread's CPU time (the kernel checks a thread's
+// CPU timers at its clock ticks, so samples may come further apart): the counts are shares of the
+// thread's CPU time (the rusage of its ThreadStats snapshot), not durations.  Cumulative: the
+// chunk with the highest seq of a thread_serial replaces the earlier ones.
+constexpr uint64_t kCpuSampleNs = 1000000;
+struct CpuSamples {
+  uint32_t thread_serial;
+  uint32_t seq;            // increasing per thread
+  uint64_t samples;        // all samples of the thread
+  uint64_t in_allocator;   // inside an allocator call (the real allocator, the shim's entry around it)
+  uint64_t in_shim;        // inside the shim's own work (timing, flushing, looks), outside a call
+  uint64_t in_locks;       // inside a traced pthread_mutex_*/pthread_rwlock_* lock or unlock call
+  uint64_t in_cond;        // inside a traced pthread_cond_wait / _timedwait
+};
+static_assert(sizeof(CpuSamples) == 48);
 
 enum class ExitKind : uint32_t { Exit = 1, UnderscoreExit = 2, Exec = 3, Explicit = 4 };
 

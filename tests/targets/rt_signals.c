@@ -6,6 +6,9 @@
  *             "blocked": installs none, and its threads block every signal while they allocate
  *             (as threads do that leave signals to sigwait or signalfd); each counts, before it
  *             ends, the real-time signals pending on it
+ *             "waitall": installs none; its threads allocate for a tenth of MS, then block every
+ *             signal and allocate on, then take with sigtimedwait every signal pending on them
+ *             (a thread that takes whatever comes), and count them and those still pending
  *     THREADS allocating threads, 2..64, default 2
  *     MS      how long they allocate, in milliseconds, default 400
  *
@@ -54,9 +57,12 @@ static int take_every_rt_signal(void) {
 }
 
 static int g_block;
+static int g_waitall;
+static uint64_t g_block_ns;  /* waitall: when the threads block every signal */
 static volatile int g_pending;
 
 static void *worker(void *arg) {
+  int blocked = 0;
   if (g_block) {
     sigset_t all;
     sigfillset(&all);
@@ -66,6 +72,12 @@ static void *worker(void *arg) {
   void *blocks[64] = {0};
   unsigned long ops = 0;
   while ((ops & 255) != 0 || now_ns() < g_end_ns) {
+    if (g_waitall && !blocked && (ops & 255) == 0 && now_ns() >= g_block_ns) {
+      sigset_t all;
+      sigfillset(&all);
+      pthread_sigmask(SIG_BLOCK, &all, NULL);
+      blocked = 1;
+    }
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     const unsigned k = (unsigned)(x % 64);
     if (blocks[k]) {
@@ -79,7 +91,13 @@ static void *worker(void *arg) {
     ++ops;
   }
   for (int k = 0; k < 64; k++) free(blocks[k]);
-  if (g_block) {
+  if (g_waitall) {
+    sigset_t all;
+    sigfillset(&all);
+    const struct timespec none = {0, 0};
+    while (sigtimedwait(&all, NULL, &none) > 0) __atomic_add_fetch(&g_pending, 1, __ATOMIC_RELAXED);
+  }
+  if (g_block || g_waitall) {
     sigset_t pending;
     sigpending(&pending);
     for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
@@ -90,21 +108,23 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || (strcmp(argv[1], "first") != 0 && strcmp(argv[1], "later") != 0 &&
-                    strcmp(argv[1], "blocked") != 0)) {
-    fprintf(stderr, "usage: rt_signals first|later|blocked [THREADS] [MS]\n");
+                    strcmp(argv[1], "blocked") != 0 && strcmp(argv[1], "waitall") != 0)) {
+    fprintf(stderr, "usage: rt_signals first|later|blocked|waitall [THREADS] [MS]\n");
     return 2;
   }
   const int later = strcmp(argv[1], "later") == 0;
   const long threads = argc > 2 ? strtol(argv[2], NULL, 10) : 2;
   const long ms = argc > 3 ? strtol(argv[3], NULL, 10) : 400;
   if (threads < 2 || threads > 64 || ms < 1 || ms > 100000) {
-    fprintf(stderr, "usage: rt_signals first|later|blocked [THREADS] [MS]\n");
+    fprintf(stderr, "usage: rt_signals first|later|blocked|waitall [THREADS] [MS]\n");
     return 2;
   }
+  g_waitall = strcmp(argv[1], "waitall") == 0;
   g_block = strcmp(argv[1], "blocked") == 0;
-  if (!later && !g_block && take_every_rt_signal() != 0) return 1;
+  if (!later && !g_block && !g_waitall && take_every_rt_signal() != 0) return 1;
   const uint64_t start = now_ns();
   g_end_ns = start + (uint64_t)ms * 1000000u;
+  g_block_ns = start + (uint64_t)ms * 100000u;
   pthread_t t[64];
   for (long i = 0; i < threads; i++)
     if (pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1)) != 0) return 1;

@@ -1,0 +1,57 @@
+#include "render/cpu_parts.h"
+
+#include <fmt/format.h>
+
+#include "util/json_writer.h"
+#include "util/text_table.h"
+#include "util/units.h"
+
+namespace allocscope {
+
+namespace {
+
+std::string part_text(const CpuPart& p) {
+  return fmt::format("{:>6}  {} ± {}  ({} samples)", format_percent(p.share, 1), format_duration_ns(p.ns),
+                     format_duration_ns(p.error_ns), group_digits(p.samples));
+}
+
+}  // namespace
+
+std::string cpu_section_text(const CpuParts& c) {
+  if (!c.recorded) return "";
+  TextTable t({{"", TextTable::Align::Left}, {"", TextTable::Align::Left}});
+  t.add_row({"CPU time (user + system)", fmt::format("{} of {} thread(s), {} samples of their CPU time",
+                                                     format_duration_ns(c.cpu_ns), c.threads, group_digits(c.samples))});
+  t.add_row({"inside allocator calls", part_text(c.allocator)});
+  t.add_row({"inside lock calls", part_text(c.locks) + "  (the program's pthread locks and unlocks)"});
+  t.add_row({"inside condition waits", part_text(c.cond)});
+  t.add_row({"the shim's own work", part_text(c.shim)});
+  t.add_row({"elsewhere", part_text(c.elsewhere)});
+  if (c.unsampled_ns > 0)
+    t.add_row({"not sampled", fmt::format("{} (threads that ran less than a sampling period)", format_duration_ns(c.unsampled_ns))});
+  return t.render();
+}
+
+// As the rest of report --json: durations in integer nanoseconds, shares rounded to 4 decimals.
+void write_cpu_parts_json(JsonWriter& w, const CpuParts& c) {
+  w.begin_object();
+  w.field("recorded", c.recorded);
+  if (c.recorded) {
+    w.field("cpu_ns", json_ns(c.cpu_ns)).field("threads", c.threads).field("samples", c.samples);
+    w.field("unsampled_ns", json_ns(c.unsampled_ns));
+    auto part = [&](const char* name, const CpuPart& p) {
+      w.key(name).begin_object();
+      w.field("samples", p.samples).field("ns", json_ns(p.ns)).field("error_ns", json_ns(p.error_ns));
+      w.field("share", json_fraction(p.share));
+      w.end_object();
+    };
+    part("allocator", c.allocator);
+    part("locks", c.locks);
+    part("cond", c.cond);
+    part("shim", c.shim);
+    part("elsewhere", c.elsewhere);
+  }
+  w.end_object();
+}
+
+}  // namespace allocscope
