@@ -39,11 +39,26 @@ std::atomic<SignalfdFn> g_next_signalfd{nullptr};
 std::atomic<SigmaskFn> g_next_pthread_sigmask{nullptr};
 std::atomic<SigmaskFn> g_next_sigprocmask{nullptr};
 
+// The C libraries' sigset_t both begin with the kernel's mask of signals 1-64, signal n at bit n - 1:
+// read and written here rather than through sigismember and sigdelset (the shim binds no more
+// libc symbols than it must).
+bool has_signal(const sigset_t& s, int sig) {
+  uint64_t w;
+  __builtin_memcpy(&w, &s, sizeof w);
+  return (w >> (sig - 1) & 1) != 0;
+}
+void drop_signal(sigset_t& s, int sig) {
+  uint64_t w;
+  __builtin_memcpy(&w, &s, sizeof w);
+  w &= ~(uint64_t{1} << (sig - 1));
+  __builtin_memcpy(&s, &w, sizeof w);
+}
+
 // After a thread's signal mask changed: whether it now blocks the shim's signal, if that changed.
 void mask_changed(int how, const void* set) {
   const int sig = hold_signal_chosen();
   if (sig <= 0) return;
-  const bool named = sigismember(static_cast<const sigset_t*>(set), sig) == 1;
+  const bool named = has_signal(*static_cast<const sigset_t*>(set), sig);
   if (!named && how != SIG_SETMASK) return;
   const int saved = errno;
   cpu_samples_blocked(named && how != SIG_UNBLOCK);
@@ -58,10 +73,10 @@ void mask_changed(int how, const void* set) {
 sigset_t without_ours(const void* set) {
   sigset_t s = *static_cast<const sigset_t*>(set);
   const int sig = hold_signal_chosen();
-  if (sig <= 0 || !sigismember(&s, sig)) return s;
+  if (sig <= 0 || !has_signal(s, sig)) return s;
   bool every = true;
-  for (int n = kFirstShimSignal; n <= kLastShimSignal && every; ++n) every = sigismember(&s, n) == 1;
-  if (every) sigdelset(&s, sig);
+  for (int n = kFirstShimSignal; n <= kLastShimSignal && every; ++n) every = has_signal(s, n);
+  if (every) drop_signal(s, sig);
   else program_takes_signal(sig);
   return s;
 }

@@ -92,6 +92,8 @@ struct CompareRow {
   std::optional<double> lock_share;
   std::string top_lock;
   std::optional<double> explained;
+  // … and the part of the CPU-time gap inside allocator and lock calls (diff.h cpu_explained).
+  std::optional<double> cpu_explained;
 };
 
 struct SkippedAllocator {

@@ -125,6 +125,7 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
     row.coverage = diff.coverage;
     row.wall_coverage = diff.wall_coverage;
     row.explained = diff.explained;
+    row.cpu_explained = diff.cpu_explained;
     if (diff.base.thread_time_ns > 0) row.thread_gap_share = diff.measured_delta_ns / diff.base.thread_time_ns;
     if (!row.coverage) {
       row.coverage_gap = CoverageGap::SameThreadTime;
@@ -134,6 +135,7 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
       row.coverage.reset();
       row.wall_coverage.reset();
       row.explained.reset();
+      row.cpu_explained.reset();
       row.coverage_gap = CoverageGap::WithinSpread;
     } else if (!diff.claims_share()) {
       // No share of the gap where diff claims none (one verdict, every view).

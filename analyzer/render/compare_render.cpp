@@ -61,6 +61,7 @@ std::vector<std::string> cells(const CompareRow& row, bool first, bool with_clas
   if (locks) {  // --locks: the program's own locks, and the gap they and the allocator explain
     cells.push_back(opt_percent(row.lock_share));
     cells.push_back(first ? "baseline" : row.explained ? fmt::format("{:.0f} %", 100 * *row.explained) : "-");
+    cells.push_back(first ? "baseline" : row.cpu_explained ? fmt::format("{:.0f} %", 100 * *row.cpu_explained) : "-");
   }
   cells.push_back(runs_cell(row));
   if (with_classes) cells.push_back(classes_cell(row));
@@ -69,7 +70,7 @@ std::vector<std::string> cells(const CompareRow& row, bool first, bool with_clas
 
 std::vector<std::string> columns(bool locks) {
   std::vector<std::string> c = {"row", "wall", "Δ wall", "max RSS", "allocator", "waiting", "contention", "coverage"};
-  if (locks) c.insert(c.end(), {"other locks", "alloc+locks"});
+  if (locks) c.insert(c.end(), {"other locks", "alloc+locks", "of CPU"});
   c.insert(c.end(), {"ok", "costliest classes"});
   return c;
 }
@@ -88,7 +89,8 @@ std::string footnote(const CompareResult& r) {
       r.sample_every ? fmt::format(" The shim timed calls with --sample {} in every row.", *r.sample_every) : "",
       baseline,
       r.locks ? "; other locks: the program's own lock time (contended waits and unlocks) over the threads' time (record --locks); "
-                "alloc+locks: the part of the gap that the allocator and those waits explain together"
+                "alloc+locks: the part of the gap that the allocator and those waits explain together; of CPU: the part "
+                "of the threads' CPU-time gap spent inside allocator and lock calls (CPU samples)"
               : "");
 }
 
@@ -302,6 +304,7 @@ std::string compare_json(const CompareResult& r) {
     if (r.locks) {
       w.field("lock_share", json_fraction(row.lock_share)).field("top_lock", row.top_lock);
       w.field("explained", json_fraction(row.explained));
+      w.field("cpu_explained", json_fraction(row.cpu_explained));
     }
     w.field("ok_runs", row.ok_runs);
     w.key("exit_statuses").begin_array();

@@ -59,6 +59,19 @@ class ShimBinary(unittest.TestCase):
                      "_ZdaPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvmSt11align_val_t"):
             self.assertIn(name, exported)
 
+    def test_exports_the_signal_functions_that_both_libcs_define(self):
+        """The shim's signal (holds, CPU samples) never reaches the program: the functions that set
+        handlers, masks and waits are forwarded (dlsym RTLD_NEXT) to the C library's own."""
+        exported = dynamic_symbols(SHIM, undefined=False)
+        signals = {"sigaction", "signal", "pthread_sigmask", "sigprocmask", "sigwait", "sigwaitinfo", "sigtimedwait",
+                   "signalfd"}
+        self.assertEqual(signals - exported, set())
+        glibc, musl = libc_paths()
+        if not os.path.exists(glibc) or musl is None:
+            self.skipTest("both glibc and musl are needed")
+        for libc in (glibc, musl):
+            self.assertEqual(signals - dynamic_symbols(libc, undefined=False), set(), libc)
+
     def test_exports_the_lock_family_that_both_libcs_define(self):
         """record --locks: the shim's pthread lock functions forward (dlsym RTLD_NEXT) to the C
         library's own, and try first with the trylocks: every one must exist in both libcs."""
@@ -66,7 +79,7 @@ class ShimBinary(unittest.TestCase):
         locks = {"pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_unlock", "pthread_rwlock_rdlock",
                  "pthread_rwlock_wrlock", "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock",
                  "pthread_rwlock_unlock", "pthread_cond_wait", "pthread_cond_timedwait"}
-        self.assertEqual(locks, {name for name in exported if name.startswith("pthread_")})
+        self.assertEqual(locks | {"pthread_sigmask"}, {name for name in exported if name.startswith("pthread_")})
         forwarded = locks | {"pthread_mutex_trylock", "pthread_rwlock_tryrdlock", "pthread_rwlock_trywrlock"}
         glibc, musl = libc_paths()
         if not os.path.exists(glibc) or musl is None:
