@@ -4,7 +4,8 @@
 // the share of its samples taken in each part: inside allocator calls, inside the shim's own work,
 // inside the program's traced pthread lock and unlock calls, inside condition waits, and elsewhere
 // (docs/analysis.md, "Where the CPU time goes").  A thread whose CPU time is known but that took no
-// sample (it ran less than one period) counts as `unsampled`.  Each part's bound is 2 standard
+// sample (it ran less than a tick, or blocked the shim's signal all along) counts as `unsampled`;
+// a thread whose CPU time is not known (it never wrote a snapshot of its own) counts nowhere.  Each part's bound is 2 standard
 // errors of the binomial share of each thread's samples, added over the threads in quadrature.
 #pragma once
 #include <cstdint>

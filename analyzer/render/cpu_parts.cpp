@@ -28,7 +28,7 @@ std::string cpu_section_text(const CpuParts& c) {
   t.add_row({"the shim's own work", part_text(c.shim)});
   t.add_row({"elsewhere", part_text(c.elsewhere)});
   if (c.unsampled_ns > 0)
-    t.add_row({"not sampled", fmt::format("{} (threads that ran less than a sampling period)", format_duration_ns(c.unsampled_ns))});
+    t.add_row({"not sampled", fmt::format("{} (threads without a sample: they ran less than a tick, or blocked the shim's signal)", format_duration_ns(c.unsampled_ns))});
   return t.render();
 }
 
