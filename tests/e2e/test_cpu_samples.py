@@ -76,7 +76,7 @@ class CpuSamples(E2ETestCase):
         self.assertLess(abs(cpu["locks_delta_ns"] - expected_gap), 1.5 * cpu["locks_error_ns"] + 0.05 * expected_gap, cpu)
         self.assertIsNotNone(cpu["explained"], cpu)
         self.assertLess(abs(cpu["explained"] - 1), 1.5 * cpu["explained_error"] + 0.1, cpu)
-        text = subprocess.run([CLI, "diff", base, other], capture_output=True, text=True).stdout
+        text = " ".join(subprocess.run([CLI, "diff", base, other], capture_output=True, text=True).stdout.split())
         self.assertIn("allocator + other locks (CPU time)", text)
         self.assertIn("of the CPU-time gap", text)
 
