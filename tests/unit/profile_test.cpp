@@ -253,6 +253,44 @@ TEST_F(ProfileTest, HoldsAreKeptApartFromLooksAndProbes) {
   EXPECT_EQ(counts.looks, 0u);
 }
 
+// A CpuSamples chunk.
+uint64_t cpu_samples(TestProfileWriter& w, const format::CpuSamples& c) {
+  return w.chunk(static_cast<uint16_t>(format::ChunkType::CpuSamples), std::string(reinterpret_cast<const char*>(&c), sizeof c));
+}
+
+TEST_F(ProfileTest, CpuSamplesOfTheHighestSeqCountAndPartsBeyondTheTotalAreAnError) {
+  TestProfileWriter w;
+  w.process(process_info(0, 0), "/bin/x", "x", "", "");
+  format::CpuSamples c{};
+  c.thread_serial = 3;
+  c.seq = 2;
+  c.samples = 10;
+  c.in_locks = 4;
+  c.in_allocator = 1;
+  cpu_samples(w, c);
+  format::CpuSamples older = c;
+  older.seq = 1;
+  older.samples = 5;
+  cpu_samples(w, older);  // written later, yet older: ignored
+  const Profile p = load(w);
+  ASSERT_EQ(p.cpu_samples.count(3), 1u);
+  EXPECT_EQ(p.cpu_samples.at(3).samples, 10u);
+  EXPECT_EQ(p.cpu_samples.at(3).in_locks, 4u);
+
+  TestProfileWriter bad;
+  bad.process(process_info(0, 0), "/bin/x", "x", "", "");
+  format::CpuSamples wrong = c;
+  wrong.in_shim = 6;  // 4 + 1 + 6 of 10
+  const uint64_t at = cpu_samples(bad, wrong);
+  try {
+    load(bad);
+    FAIL() << "accepted parts beyond the total";
+  } catch (const ProfileError& error) {
+    EXPECT_EQ(error.offset(), at + sizeof(format::ChunkHeader)) << error.what();
+    EXPECT_NE(std::string(error.what()).find("CpuSamples"), std::string::npos) << error.what();
+  }
+}
+
 TEST_F(ProfileTest, ASecondProcessChunkIsAnError) {
   TestProfileWriter w;
   w.process(process_info(0, 0), "/bin/x", "x", "", "");
