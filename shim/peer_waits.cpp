@@ -320,8 +320,18 @@ int hold_signal() {
   }
   int idle = 0;
   if (!g_hold_choosing.compare_exchange_strong(idle, 1, std::memory_order_acquire)) {
-    // Another thread is choosing (threads of a pool start together): a few sigaction calls.
-    while (g_hold_signal.load(std::memory_order_acquire) == 0) sys::sched_yield();
+    // Another thread is choosing (threads of a pool start together): a few sigaction calls.  At
+    // most 20 ms: in a fork child the chooser may be a thread that did not follow; then there is
+    // none, for good (a chooser merely slow still stores its choice over it).
+    const uint64_t start = mono_ns();
+    while (g_hold_signal.load(std::memory_order_acquire) == 0) {
+      if (mono_ns() - start > 20000000) {
+        int none = 0;
+        g_hold_signal.compare_exchange_strong(none, -1, std::memory_order_acq_rel);
+        break;
+      }
+      sys::sched_yield();
+    }
     return hold_signal();
   }
   int chosen = -1;
