@@ -13,7 +13,15 @@
 #include <time.h>
 
 static int (*real_unlock)(pthread_mutex_t*);
-static long spin_ns = -1;
+static long spin_ns;
+
+/* Both are set when the library loads, before any thread of the program can call in (set on a
+ * thread's first call instead, a second thread could read the function before the spin). */
+__attribute__((constructor)) static void slow_unlock_init(void) {
+  real_unlock = (int (*)(pthread_mutex_t*))dlsym(RTLD_NEXT, "pthread_mutex_unlock");
+  const char* v = getenv("SLOW_UNLOCK_US");
+  spin_ns = (v ? atol(v) : 100) * 1000;
+}
 
 static uint64_t thread_cpu_ns(void) {
   struct timespec ts;
@@ -22,11 +30,7 @@ static uint64_t thread_cpu_ns(void) {
 }
 
 __attribute__((visibility("default"))) int pthread_mutex_unlock(pthread_mutex_t* m) {
-  if (__builtin_expect(real_unlock == NULL, 0)) {
-    real_unlock = (int (*)(pthread_mutex_t*))dlsym(RTLD_NEXT, "pthread_mutex_unlock");
-    const char* v = getenv("SLOW_UNLOCK_US");
-    spin_ns = (v ? atol(v) : 100) * 1000;
-  }
+  if (__builtin_expect(real_unlock == NULL, 0)) slow_unlock_init();  /* called before the constructor ran */
   const uint64_t start = thread_cpu_ns();
   while (thread_cpu_ns() - start < (uint64_t)spin_ns) {
   }

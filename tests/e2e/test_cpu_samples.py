@@ -29,8 +29,8 @@ class CpuSamples(E2ETestCase):
             cmd += ["--allocator", SLOW_UNLOCK]
             full_env["SLOW_UNLOCK_US"] = str(unlock_us)
         full_env.update(env or {})
-        proc = subprocess.run(cmd + ["--"] + argv, capture_output=True, text=True, env=full_env, timeout=300,
-                              cwd=self.dir)
+        proc = subprocess.run(cmd + ["--"] + argv, capture_output=True, text=True, env=full_env, timeout=120,
+                              cwd=self.dir, start_new_session=True)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return path
 
