@@ -182,6 +182,26 @@ void add_locks(HtmlPage& page, const CostReport& r) {
   page.section("Locks outside the allocator", summary, rows.size() > 1 ? html_table(rows) : "");
 }
 
+// Where the threads' CPU time went (record --locks: the CPU samples), the figures of the text section.
+void add_cpu(HtmlPage& page, const CostReport& r) {
+  const CpuParts& c = r.cpu;
+  if (!c.recorded) return;
+  const std::string summary =
+      fmt::format("{} of CPU time (user + system) of {} thread(s), shared out by {} samples of each thread's CPU clock.",
+                  format_duration_ns(c.cpu_ns), c.threads, group_digits(c.samples));
+  std::vector<std::vector<std::string>> rows{{"where", "share", "CPU time", "± bound", "samples"}};
+  auto add = [&](const char* name, const CpuPart& p) {
+    rows.push_back({name, format_percent(p.share, 1), format_duration_ns(p.ns), format_duration_ns(p.error_ns),
+                    group_digits(p.samples)});
+  };
+  add("inside allocator calls", c.allocator);
+  add("inside lock calls", c.locks);
+  add("inside condition waits", c.cond);
+  add("the shim's own work", c.shim);
+  add("elsewhere", c.elsewhere);
+  page.section("Where the CPU time went (sampled)", summary, html_table(rows));
+}
+
 void add_notes(HtmlPage& page, const CostReport& r) {
   const ModelNotes& m = r.model;
   std::string html = "<ul>";
@@ -215,6 +235,7 @@ std::string report_html(const CostReport& r) {
   add_timeline_sections(page, r, "");
   add_threads(page, r);
   add_locks(page, r);
+  add_cpu(page, r);
   add_notes(page, r);
   return page.finish();
 }

@@ -9,6 +9,7 @@ points for what a round does besides the two spins.
 """
 import json
 import os
+import re
 import subprocess
 import unittest
 
@@ -60,7 +61,16 @@ class CpuSamples(E2ETestCase):
                 self.assertAlmostEqual(parts + cpu["unsampled_ns"], cpu["cpu_ns"], delta=cpu["cpu_ns"] * 1e-3 + 10)
                 text = subprocess.run([CLI, "report", path], capture_output=True, text=True).stdout
                 self.assertIn("Where the CPU time went (sampled)", text)
-                self.assertRegex(text, r"inside lock calls +\d+\.\d % ")
+                share = re.search(r"inside lock calls +(\d+\.\d %) ", text)
+                self.assertIsNotNone(share, text)
+                # The page shows the same figure.
+                page = os.path.join(self.dir, f"u{unlock_us}.html")
+                proc = subprocess.run([CLI, "report", path, "--html", page], capture_output=True, text=True)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(page, encoding="utf-8") as f:
+                    html = f.read()
+                self.assertIn("Where the CPU time went (sampled)", html)
+                self.assertIn(f"inside lock calls</td><td>{share.group(1)}", html)
 
     def test_diff_gives_the_cpu_time_gap_to_the_locks(self):
         # The second run spends 200 µs more inside each unlock, nothing more elsewhere: the CPU-time
