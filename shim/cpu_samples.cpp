@@ -47,7 +47,7 @@ void delete_timer(Slot* s) {
 bool blocks(int sig) {
   uint64_t mask = 0;
   if (sys::failed(sys::call(SYS_rt_sigprocmask, 0 /* SIG_BLOCK */, 0, reinterpret_cast<long>(&mask), 8))) return true;
-  return (mask >> (sig - 1) & 1) != 0;
+  return (mask & sys::signal_bit(sig)) != 0;
 }
 
 // Starts the calling thread's timer, unless it blocks the signal.

@@ -386,7 +386,7 @@ bool takes_signal(const Slot* peer, int sig) {
       if (d < 0) break;
       mask = mask << 4 | static_cast<uint64_t>(d);
     }
-    return digits == 16 && (mask >> (sig - 1) & 1) == 0;
+    return digits == 16 && (mask & sys::signal_bit(sig)) == 0;
   }
   return false;
 }
@@ -480,7 +480,7 @@ void program_takes_signal(int sig) {
 void drop_pending_hold_signal() {
   const int sig = g_hold_signal.load(std::memory_order_acquire);
   if (sig <= 0) return;
-  const uint64_t set = uint64_t{1} << (sig - 1);
+  const uint64_t set = sys::signal_bit(sig);
   const struct { long sec, nsec; } now{0, 0};
   // Taken while it is blocked (pending), it is consumed; not pending, the call fails at once.
   while (!sys::failed(sys::call(SYS_rt_sigtimedwait, reinterpret_cast<long>(&set), 0, reinterpret_cast<long>(&now), 8))) {

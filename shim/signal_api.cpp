@@ -9,6 +9,7 @@
 #include "allocscope_core.h"
 #include "cpu_samples.h"
 #include "peer_waits.h"
+#include "sys.h"
 
 namespace allocscope {
 namespace {
@@ -45,12 +46,12 @@ std::atomic<SigmaskFn> g_next_sigprocmask{nullptr};
 bool has_signal(const sigset_t& s, int sig) {
   uint64_t w;
   __builtin_memcpy(&w, &s, sizeof w);
-  return (w >> (sig - 1) & 1) != 0;
+  return (w & sys::signal_bit(sig)) != 0;
 }
 void drop_signal(sigset_t& s, int sig) {
   uint64_t w;
   __builtin_memcpy(&w, &s, sizeof w);
-  w &= ~(uint64_t{1} << (sig - 1));
+  w &= ~sys::signal_bit(sig);
   __builtin_memcpy(&s, &w, sizeof w);
 }
 

@@ -43,6 +43,8 @@ inline long call(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e 
 #endif
 
 inline bool failed(long r) { return r < 0 && r > -4096; }
+// Signal `sig` (1-64) in a kernel signal mask (the first 8 bytes of both C libraries' sigset_t).
+inline uint64_t signal_bit(int sig) { return uint64_t{1} << (sig - 1); }
 
 inline long write(int fd, const void* buf, size_t n) { return call(SYS_write, fd, (long)buf, (long)n); }
 inline long read(int fd, void* buf, size_t n) { return call(SYS_read, fd, (long)buf, (long)n); }

@@ -17,16 +17,21 @@ std::string part_text(const CpuPart& p) {
 
 }  // namespace
 
+std::vector<NamedCpuPart> named_cpu_parts(const CpuParts& c) {
+  return {{"inside allocator calls", &c.allocator},
+          {"inside lock calls", &c.locks},
+          {"inside condition waits", &c.cond},
+          {"the shim's own work", &c.shim},
+          {"elsewhere", &c.elsewhere}};
+}
+
 std::string cpu_section_text(const CpuParts& c) {
   if (!c.recorded) return "";
   TextTable t({{"", TextTable::Align::Left}, {"", TextTable::Align::Left}});
   t.add_row({"CPU time (user + system)", fmt::format("{} of {} thread(s), {} samples of their CPU time",
                                                      format_duration_ns(c.cpu_ns), c.threads, group_digits(c.samples))});
-  t.add_row({"inside allocator calls", part_text(c.allocator)});
-  t.add_row({"inside lock calls", part_text(c.locks) + "  (the program's pthread locks and unlocks)"});
-  t.add_row({"inside condition waits", part_text(c.cond)});
-  t.add_row({"the shim's own work", part_text(c.shim)});
-  t.add_row({"elsewhere", part_text(c.elsewhere)});
+  for (const NamedCpuPart& p : named_cpu_parts(c))
+    t.add_row({p.label, part_text(*p.part) + (p.part == &c.locks ? "  (the program's pthread locks and unlocks)" : "")});
   if (c.unsampled_ns > 0)
     t.add_row({"not sampled", fmt::format("{} (threads without a sample: they ran less than a tick, or blocked the shim's signal)", format_duration_ns(c.unsampled_ns))});
   return t.render();

@@ -1,12 +1,19 @@
 // cpu_parts.h — where the threads' CPU time went (model/cpu_parts.h) as text and JSON.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "model/cpu_parts.h"
 
 namespace allocscope {
 
 class JsonWriter;
+// The parts as the text section and the HTML page name them, in their order.
+struct NamedCpuPart {
+  const char* label;
+  const CpuPart* part;
+};
+std::vector<NamedCpuPart> named_cpu_parts(const CpuParts& c);
 // The report section "Where the CPU time went" (empty when not recorded).
 std::string cpu_section_text(const CpuParts& c);
 // The "cpu" object of report --json.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "render/cpu_parts.h"
 #include "render/html_report.h"
 #include "render/html_sections.h"
 #include "render/report_notes.h"
@@ -190,15 +191,9 @@ void add_cpu(HtmlPage& page, const CostReport& r) {
       fmt::format("{} of CPU time (user + system) of {} thread(s), shared out by {} samples of each thread's CPU clock.",
                   format_duration_ns(c.cpu_ns), c.threads, group_digits(c.samples));
   std::vector<std::vector<std::string>> rows{{"where", "share", "CPU time", "± bound", "samples"}};
-  auto add = [&](const char* name, const CpuPart& p) {
-    rows.push_back({name, format_percent(p.share, 1), format_duration_ns(p.ns), format_duration_ns(p.error_ns),
-                    group_digits(p.samples)});
-  };
-  add("inside allocator calls", c.allocator);
-  add("inside lock calls", c.locks);
-  add("inside condition waits", c.cond);
-  add("the shim's own work", c.shim);
-  add("elsewhere", c.elsewhere);
+  for (const NamedCpuPart& p : named_cpu_parts(c))
+    rows.push_back({p.label, format_percent(p.part->share, 1), format_duration_ns(p.part->ns),
+                    format_duration_ns(p.part->error_ns), group_digits(p.part->samples)});
   page.section("Where the CPU time went (sampled)", summary, html_table(rows));
 }
 
