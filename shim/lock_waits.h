@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "allocscope/format.h"
+#include "cpu_samples.h"
 #include "recorder.h"
 
 namespace allocscope {
@@ -81,9 +82,11 @@ extern __thread bool t_wait_pending __attribute__((tls_model("initial-exec")));
 // condition wait.  Set around the real call only: the wrappers' own work is the shim's.
 enum : uint8_t { kNotInLock = 0, kInLockCall = 1, kInCondWait = 2 };
 extern __thread uint8_t t_in_lock __attribute__((tls_model("initial-exec")));
-// Runs the real call `f` marked as a lock call (or `mark`) for the CPU samples.
+// Runs the real call `f` marked as a lock call (or `mark`) for the CPU samples, when they are taken:
+// the two stores cost the threaded PHP host 1.056x under lock tracing (docs/overhead.md).
 template <class F>
 __attribute__((always_inline)) inline int in_lock_call(F f, uint8_t mark = kInLockCall) {
+  if (!__atomic_load_n(&g_cpu_samples, __ATOMIC_RELAXED)) return f();
   t_in_lock = mark;
   const int r = f();
   t_in_lock = kNotInLock;
