@@ -317,10 +317,12 @@ void diff_locks_and_wall(DiffReport& d, double k, bool comparable, bool gap) {
     d.cpu_locks_error_ns = std::hypot(o.locks.error_ns, k * b.locks.error_ns);
     const double error = std::hypot(d.cpu_allocator_error_ns, d.cpu_locks_error_ns);
     const double larger = std::max(o.cpu_ns, k * b.cpu_ns);
-    if (comparable && std::fabs(d.cpu_sampled_delta_ns) > std::max(0.02 * larger, error)) {
+    const double gap = std::fabs(d.cpu_sampled_delta_ns);
+    if (comparable && gap > std::max(0.02 * larger, error)) {
       d.cpu_explained = (d.cpu_allocator_delta_ns + d.cpu_locks_delta_ns) / d.cpu_sampled_delta_ns;
-      d.cpu_explained_error = error / std::fabs(d.cpu_sampled_delta_ns);
+      d.cpu_explained_error = error / gap;
     }
+    d.cpu_too_few_samples = comparable && gap > 0.02 * larger && gap <= error;
   }
   if (comparable && d.base.wall_ns && d.other.wall_ns) {
     d.wall_measured_delta_ns = *d.other.wall_ns - k * *d.base.wall_ns;

@@ -148,6 +148,7 @@ struct DiffReport {
   double cpu_locks_delta_ns = 0, cpu_locks_error_ns = 0;
   std::optional<double> cpu_explained;   // (allocator + locks) / sampled CPU gap
   double cpu_explained_error = 0;        // ± its bound, as a share of the gap
+  bool cpu_too_few_samples = false;      // the CPU time differs by more than 2 %, but within the bound
   std::optional<double> wall_measured_delta_ns, wall_attributed_delta_ns, wall_coverage;
   DiffVerdict verdict = DiffVerdict::NoGap;  // Part: largest_part() names the allocator's change
   // Whether the verdict claims a share of the gap for the allocator: every view prints the

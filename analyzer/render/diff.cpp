@@ -81,6 +81,11 @@ std::string shape_note(const DiffReport& d) {
 
 // With both runs' CPU time sampled and a CPU-time gap: what lock and allocator calls take of it.
 std::string cpu_sentence(const DiffReport& d) {
+  if (d.cpu_too_few_samples)
+    return fmt::format(" The CPU time changed by {}, but the samples are too few to split it (the parts' bound is ± {}): "
+                       "record longer runs, or on a machine less busy.",
+                       format_signed_duration_ns(d.cpu_sampled_delta_ns),
+                       format_duration_ns(std::hypot(d.cpu_allocator_error_ns, d.cpu_locks_error_ns)));
   if (!d.cpu_explained) return "";
   return fmt::format(" Of the CPU time, which changed by {}, the program's lock calls took {} ± {} and allocator "
                      "calls {} ± {}: together {} (± {} points) of the CPU-time gap.",
@@ -454,6 +459,7 @@ std::string diff_json(const DiffReport& d) {
     w.field("locks_delta_ns", json_signed_ns(d.cpu_locks_delta_ns)).field("locks_error_ns", json_signed_ns(d.cpu_locks_error_ns));
     w.field("explained", json_fraction(d.cpu_explained));
     w.field("explained_error", json_fraction(d.cpu_explained ? std::optional<double>(d.cpu_explained_error) : std::nullopt));
+    w.field("too_few_samples", d.cpu_too_few_samples);
     w.end_object();
   } else {
     w.null();
