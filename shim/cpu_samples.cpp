@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "function_range.h"
+
 #include "lock_waits.h"
 #include "peer_waits.h"
 #include "process_state.h"
@@ -19,6 +21,15 @@ namespace {
 
 // Cleared for good when the program takes the signal: no timer is started after that.
 std::atomic<bool> g_timers_allowed{true};
+
+// The real pthread_mutex_trylock, pthread_rwlock_tryrdlock and pthread_rwlock_trywrlock.
+CodeRange g_trylock_code[3];
+
+bool in_trylock(uintptr_t pc) {
+  for (const CodeRange& r : g_trylock_code)
+    if (r.contains(pc)) return true;
+  return false;
+}
 
 // The kernel's struct sigevent (64 bytes): the C libraries name the thread-id member differently.
 struct KernelSigevent {
@@ -110,7 +121,13 @@ void stop_all_cpu_samples() {
   each_slot([](Slot* s) { delete_timer(s); });
 }
 
-void take_cpu_sample() {
+void learn_trylock_code() {
+  g_trylock_code[0] = function_range(reinterpret_cast<const void*>(g_real_locks.mutex_trylock));
+  g_trylock_code[1] = function_range(reinterpret_cast<const void*>(g_real_locks.rwlock_tryrdlock));
+  g_trylock_code[2] = function_range(reinterpret_cast<const void*>(g_real_locks.rwlock_trywrlock));
+}
+
+void take_cpu_sample(uintptr_t pc) {
   const ThreadCtx& t = t_ctx;
   Slot* s = t.slot;
   if (!s || s->h.state.load(std::memory_order_relaxed) != kSlotOwned) return;
@@ -118,10 +135,11 @@ void take_cpu_sample() {
   // that no part it reads exceeds the total it reads.
   bump(s->h.cpu_samples, 1);
   __atomic_thread_fence(__ATOMIC_RELEASE);
-  if (t_in_lock == kInLockCall) bump(s->h.cpu_in_locks, 1);
+  if (t_in_lock == kInLockCall || t_unlocks != t_unlocks_done) bump(s->h.cpu_in_locks, 1);
   else if (t_in_lock == kInCondWait) bump(s->h.cpu_in_cond, 1);
   else if (t.depth & kInCall) bump(s->h.cpu_in_allocator, 1);
   else if (t.depth != 0) bump(s->h.cpu_in_shim, 1);
+  else if (in_trylock(pc)) bump(s->h.cpu_in_locks, 1);
 }
 
 bool cpu_samples_pending(const Slot* s) {

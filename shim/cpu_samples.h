@@ -10,7 +10,8 @@
 // format::kCpuSampleNs of its CPU time, user or system.  The handler — the shim's one signal, the
 // holds' (peer_waits.h), told apart by si_code SI_TIMER — notes where the thread is: inside an
 // allocator call (recorder.h in_call_depth), inside the shim's own work (depth > 0), inside a
-// traced lock call (t_in_lock, lock_waits.h), or elsewhere.  No lock, no allocation, no system call
+// traced lock call that waits or an unlock (t_in_lock, t_unlocks_done: lock_waits.h), or inside a
+// real trylock (the interrupted address within its code: function_range.h), or elsewhere.  No lock, no allocation, no system call
 // in the handler.
 //
 // Only with lock tracing (ALLOCSCOPE_CPU_SAMPLES, default ALLOCSCOPE_LOCKS): a timer signal
@@ -39,8 +40,11 @@ void cpu_samples_blocked(bool blocked);
 void stop_cpu_samples(Slot* s);
 // Deletes every thread's timer, for good (the program took the signal).
 void stop_all_cpu_samples();
-// The signal handler's part: one sample of the calling thread.
-void take_cpu_sample();
+// The signal handler's part: one sample of the calling thread, interrupted at `pc` (0: not known).
+void take_cpu_sample(uintptr_t pc);
+// Finds the code of the real trylock functions (lock_waits.h), whose calls are not marked: a
+// sample interrupted inside one is inside a lock call.  Once, when the library loads.
+void learn_trylock_code();
 
 bool cpu_samples_pending(const Slot* s);
 // Writes the thread's CpuSamples chunk if its counts changed (by the holder of `flushing`).

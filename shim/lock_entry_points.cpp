@@ -11,16 +11,19 @@
 using namespace allocscope;
 
 // Resolves the real functions while the process is still single-threaded (a library constructor).
-__attribute__((constructor)) static void allocscope_locks_at_load() { real_locks_ready(); }
+__attribute__((constructor)) static void allocscope_locks_at_load() {
+  if (real_locks_ready()) learn_trylock_code();
+}
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
 // The shape of every lock function here: forward unless traced; try first; time only a real wait.
+// The try is not marked for the CPU samples (lock_waits.h): they know the trylock by its code.
 template <class Forward, class Try, class Wait>
 __attribute__((always_inline)) static inline int try_then_wait(Forward forward, Try try_lock, Wait wait) {
   if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
   if (!trace_this_lock()) return forward();
-  const int r = in_lock_call(try_lock);
+  const int r = try_lock();
   if (__builtin_expect(r != EBUSY, 1)) return r;
   return wait();
 }
@@ -44,7 +47,7 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
   if (!trace_this_lock()) return g_real_locks.mutex_unlock(m);
   t_unlocks++;
   if (__builtin_expect(t_unlock_countdown-- != 0, 1)) {
-    if (__builtin_expect(!t_wait_pending, 1)) return in_lock_call([&] { return g_real_locks.mutex_unlock(m); });
+    if (__builtin_expect(!t_wait_pending, 1)) return counted_unlock(m);
     return unlock_then_add_wait(m);
   }
   return sampled_mutex_unlock(m, __builtin_return_address(0));

@@ -18,6 +18,7 @@ namespace allocscope {
 RealLocks g_real_locks;
 __thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
 __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
+__thread uint64_t t_unlocks_done __attribute__((tls_model("initial-exec")));
 __thread bool t_unlock_started __attribute__((tls_model("initial-exec")));
 __thread bool t_wait_pending __attribute__((tls_model("initial-exec")));
 __thread uint8_t t_in_lock __attribute__((tls_model("initial-exec")));
@@ -209,13 +210,13 @@ int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
     const uint32_t position = 1 + unlock_draw(ticks());
     if (position > 1) {
       t_unlock_countdown = position - 2;  // the next position - 2 unlocks go untimed
-      return g_real_locks.mutex_unlock(m);
+      return counted_unlock(m);
     }
   }
   // The next countdown: 128..383 (never periodic).
   const uint64_t t0 = ticks();
   t_unlock_countdown = 128 + unlock_draw(t0);
-  const int r = in_lock_call([&] { return g_real_locks.mutex_unlock(m); });
+  const int r = counted_unlock(m);
   const uint64_t t1 = ticks();
   const int saved = errno;
   Slot* s = enter();
@@ -245,7 +246,7 @@ int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
 }
 
 int unlock_then_add_wait(pthread_mutex_t* m) {
-  const int r = in_lock_call([&] { return g_real_locks.mutex_unlock(m); });
+  const int r = counted_unlock(m);
   add_pending_wait(true);
   return r;
 }

@@ -78,12 +78,15 @@ int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespe
 // there (the unlock's callers are the lock's where a function takes and releases a lock), else
 // none.  Also called when the thread exits.
 extern __thread bool t_wait_pending __attribute__((tls_model("initial-exec")));
-// Where the thread is for a CPU sample (cpu_samples.h): inside a traced lock or unlock call, or a
-// condition wait.  Set around the real call only: the wrappers' own work is the shim's.
+// Where the thread is for a CPU sample (cpu_samples.h): inside a traced lock call that waits, an
+// rwlock unlock, or a condition wait.  Set around the real call only: the wrappers' own work is the
+// shim's.  A lock taken at its first try is not marked: the mark's second store would lie inside
+// the critical section, and on the threaded PHP host, whose zend_strtod mutex is taken 10.8
+// million times a run, marking every lock and unlock cost 1.05-1.06x (docs/overhead.md).  The
+// trylock's few nanoseconds count as elsewhere.
 enum : uint8_t { kNotInLock = 0, kInLockCall = 1, kInCondWait = 2 };
 extern __thread uint8_t t_in_lock __attribute__((tls_model("initial-exec")));
-// Runs the real call `f` marked as a lock call (or `mark`) for the CPU samples, when they are taken:
-// the two stores cost the threaded PHP host 1.056x under lock tracing (docs/overhead.md).
+// Runs the real call `f` marked as a lock call (or `mark`) for the CPU samples, when they are taken.
 template <class F>
 __attribute__((always_inline)) inline int in_lock_call(F f, uint8_t mark = kInLockCall) {
   if (!__atomic_load_n(&g_cpu_samples, __ATOMIC_RELAXED)) return f();
@@ -99,6 +102,16 @@ void add_pending_wait(bool at_unlock);
 // again each time from 128..383 (about 1 in 256, never in step with a program's own period).
 extern __thread uint32_t t_unlock_countdown __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
+// For the CPU samples, a mutex unlock is not marked like the waits: a store before the real unlock
+// lies inside the critical section.  t_unlocks already counts the unlock before the real call;
+// t_unlocks_done catches up after it, outside the critical section.  A sample that finds them
+// apart is inside an unlock (or the few instructions of the wrapper around it).
+extern __thread uint64_t t_unlocks_done __attribute__((tls_model("initial-exec")));
+inline int counted_unlock(pthread_mutex_t* m) {
+  const int r = g_real_locks.mutex_unlock(m);
+  t_unlocks_done = t_unlocks;
+  return r;
+}
 int sampled_mutex_unlock(pthread_mutex_t* m, void* site);
 int unlock_then_add_wait(pthread_mutex_t* m);  // an untimed unlock with a wait kept
 

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <sys/uio.h>
 
 #include <atomic>
@@ -293,9 +294,22 @@ void on_hold(const ThreadCtx& t) {
 }
 
 // The shim's signal: a CPU sample when its thread's timer sent it (cpu_samples.h), else a hold.
-void on_shim_signal(int, siginfo_t* info, void*) {
+uintptr_t interrupted_pc(const void* context) {
+  if (!context) return 0;
+  const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.pc);
+#else
+  (void)uc;
+  return 0;
+#endif
+}
+
+void on_shim_signal(int, siginfo_t* info, void* context) {
   if (info && info->si_code == SI_TIMER) {
-    take_cpu_sample();
+    take_cpu_sample(interrupted_pc(context));
     return;
   }
   on_hold(t_ctx);

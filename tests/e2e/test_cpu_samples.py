@@ -9,6 +9,7 @@ points for what a round does besides the two spins.
 """
 import json
 import os
+import platform
 import re
 import subprocess
 import unittest
@@ -33,6 +34,7 @@ class CpuSamples(E2ETestCase):
         proc = subprocess.run(cmd + ["--"] + argv, capture_output=True, text=True, env=full_env, timeout=120,
                               cwd=self.dir, start_new_session=True)
         self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.stderr = proc.stderr
         return path
 
     def cli_json(self, *args):
@@ -75,6 +77,22 @@ class CpuSamples(E2ETestCase):
                     html = f.read()
                 self.assertIn("Where the CPU time went (sampled)", html)
                 self.assertIn(f"inside lock calls</td><td>{share.group(1)}", html)
+
+    @unittest.skipUnless(platform.machine() == "x86_64", "libslow_unlock.so spins its trylock on the TSC")
+    def test_a_lock_taken_at_its_first_try_is_found_by_its_code(self):
+        # The traced pthread_mutex_lock calls the real trylock first, unmarked (a mark would lie
+        # inside the critical section): a sample counts it by the address it interrupted.  Here each
+        # trylock spins about 100 µs of its own code, of lengths drawn anew each call; the library
+        # prints the CPU time the spins took.
+        argv = [target("lock_cpu-glibc"), str(THREADS), str(ROUNDS), str(OUTSIDE_US)]
+        path = self.record("trylock.asp", argv, unlock_us=0, env={"SLOW_TRYLOCK_US": "100"})
+        spun = re.search(r"slow_unlock: trylock_cpu_ns=(\d+)", self.stderr)
+        self.assertIsNotNone(spun, self.stderr)
+        cpu = self.cli_json("report", path)["cpu"]
+        self.assertTrue(cpu["recorded"])
+        self.assertGreater(cpu["samples"], 0, cpu)
+        self.assert_share(cpu, "locks", int(spun.group(1)) / cpu["cpu_ns"])
+        self.assert_share(cpu, "allocator", 0)
 
     def test_diff_gives_the_cpu_time_gap_to_the_locks(self):
         # The second run spends 200 µs more inside each unlock, nothing more elsewhere: the CPU-time
