@@ -237,7 +237,7 @@ std::string model_section(const CostReport& r) {
   return section("Model (docs/analysis.md)", body);
 }
 
-std::string shapes_section(const ReportDetails& d) {
+std::string shapes_section(const CostReport& r, const ReportDetails& d) {
   if (!d.shapes) {
     return section("Shapes", "  This profile holds no trace: shapes need a profile recorded with `allocscope record --trace`.\n");
   }
@@ -245,7 +245,9 @@ std::string shapes_section(const ReportDetails& d) {
   std::string body = shapes_summary_text(s);
   if (s.missing_records) body += fmt::format("  {} calls are missing from the trace\n", count(s.missing_records));
   return section(fmt::format("Blocks (every call of the trace, {} calls)", count(s.calls)), body) +
-         section(s.estimated ? "Shapes, adjacent size classes merged (time: the estimate above, apportioned over the shapes)"
+         section(s.estimated ? (r.allocator_unsure
+                                    ? "Shapes, adjacent size classes merged (time: the estimate above, unsure, apportioned over the shapes)"
+                                    : "Shapes, adjacent size classes merged (time: the estimate above, apportioned over the shapes)")
                  : s.timed_calls == s.calls
                      ? "Shapes, adjacent size classes merged (exact time of the traced calls)"
                      : "Shapes, adjacent size classes merged (time of the timed calls, scaled to all)",
@@ -266,7 +268,7 @@ std::string report_text(const CostReport& r, const ReportDetails& details) {
   if (r.by == ReportGrouping::Thread) {
     out += threads_time_section(r);
   } else if (r.by == ReportGrouping::Shape) {
-    out += shapes_section(details);
+    out += shapes_section(r, details);
   } else if (r.by == ReportGrouping::Callsite) {
     out += callsites_section(details);
   } else {
