@@ -95,8 +95,10 @@ std::string cpu_sentence(const DiffReport& d) {
                      fmt::format("{:.0f}", 100 * d.cpu_explained_error));
 }
 
+// The program's own locks' part of the thread-time gap, where there is one, then the CPU time's
+// parts, where both runs sampled it (whether or not the thread-time gap has a share).
 std::string lock_sentence(const DiffReport& d) {
-  if (!d.locks || !d.locks_share) return "";
+  if (!d.locks || !d.locks_share) return cpu_sentence(d);
   const RunSide& worse = d.locks_delta_ns >= 0 ? d.other : d.base;
   std::string text = fmt::format(" The program's own locks (outside the allocator) account for {} ({})",
                                  format_percent(*d.locks_share), format_signed_duration_ns(d.locks_delta_ns));
@@ -126,7 +128,8 @@ std::string diff_verdict_text(const DiffReport& d) {
     return work + fmt::format("The two runs take the same thread time{} within 2 % ({}): there is no gap "
                               "to attribute; the allocator's own difference is {}.",
                               d.work.per_call ? " per call" : "", format_signed_duration_ns(d.measured_delta_ns),
-                              format_signed_duration_ns(d.attributed_delta_ns));
+                              format_signed_duration_ns(d.attributed_delta_ns)) +
+           lock_sentence(d);
   }
   const bool slower = d.measured_delta_ns > 0;
   std::string text = work + fmt::format("{}OTHER is {} by {} of thread time", d.work.per_call ? "Per call, " : "",
@@ -162,7 +165,7 @@ std::string diff_verdict_text(const DiffReport& d) {
     return text + fmt::format(". Inside allocator calls: {} ± {}.", format_signed_duration_ns(d.calls_delta_ns),
                               format_duration_ns(d.calls_error_ns)) + lock_sentence(d);
   }
-  if (!d.coverage) return text + ".";
+  if (!d.coverage) return text + "." + lock_sentence(d);
   if (d.attributed_unsure) {
     return text + fmt::format(". The allocator's part is unsure ({} ± {}: a bound over half of it); no share of the "
                               "gap is claimed. Record longer, or time more calls with a smaller --sample.",

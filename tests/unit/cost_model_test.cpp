@@ -426,6 +426,35 @@ TEST(CostModel, DiffGivesNoCoverageWhenTheRunsTakeTheSameThreadTime) {
   EXPECT_NEAR(*gap.coverage, 0, 1e-9);  // the same calls: the allocator accounts for none of it
 }
 
+TEST(CostModel, DiffGivesTheCpuTimeGapsPartsWhateverTheThreadTimeGapSays) {
+  // The CPU-time sentence rests on the samples alone: it is there when the thread-time gap has no
+  // share (no gap, or no coverage), and says when the samples are too few to split the gap.
+  Synthetic s;
+  SyntheticThread t;
+  alone_calls(t, kMalloc, 64, 10'000, 100, 100);
+  const CostReport a = analyze_profile(s.write({t}, s.dir_.file("a.asp")), CostOptions{});
+  DiffReport d = diff_reports(a, a);
+  ASSERT_FALSE(d.coverage.has_value());
+  EXPECT_EQ(diff_verdict_text(d).find("CPU-time gap"), std::string::npos) << diff_verdict_text(d);
+  d.cpu_parts = true;
+  d.cpu_sampled_delta_ns = 5e9;
+  d.cpu_locks_delta_ns = 4e9;
+  d.cpu_locks_error_ns = 0.2e9;
+  d.cpu_allocator_error_ns = 0.05e9;
+  d.cpu_explained = 0.8;
+  d.cpu_explained_error = 0.04;
+  std::string text = diff_verdict_text(d);
+  EXPECT_NE(text.find("together 80 % (± 4 points) of the CPU-time gap"), std::string::npos) << text;
+  d.measured_delta_ns = 1e9;  // a thread-time gap without coverage
+  text = diff_verdict_text(d);
+  EXPECT_NE(text.find("of the CPU-time gap"), std::string::npos) << text;
+  d.cpu_explained.reset();
+  d.cpu_too_few_samples = true;
+  text = diff_verdict_text(d);
+  EXPECT_NE(text.find("the samples are too few to split it"), std::string::npos) << text;
+  EXPECT_EQ(text.find("of the CPU-time gap"), std::string::npos) << text;
+}
+
 TEST(CostModel, DiffSaysThreadsQueueForTheCpusWhenTheProgramHasMoreThreadsThanCpus) {
   // Preemption outside calls rose most: with more calling threads than CPUs it is the program's
   // own queue for the CPUs (its CPU time is the figure to compare), not a busy machine.
