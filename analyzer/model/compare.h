@@ -94,6 +94,8 @@ struct CompareRow {
   std::optional<double> explained;
   // … and the part of the CPU-time gap inside allocator and lock calls (diff.h cpu_explained).
   std::optional<double> cpu_explained;
+  std::optional<double> cpu_explained_error;  // ± its bound (diff.h cpu_explained_error)
+  bool cpu_too_few_samples = false;  // a CPU-time gap the samples are too few to split (diff.h)
 };
 
 struct SkippedAllocator {

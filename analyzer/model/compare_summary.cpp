@@ -126,6 +126,8 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
     row.wall_coverage = diff.wall_coverage;
     row.explained = diff.explained;
     row.cpu_explained = diff.cpu_explained;
+    if (diff.cpu_explained) row.cpu_explained_error = diff.cpu_explained_error;
+    row.cpu_too_few_samples = diff.cpu_too_few_samples;
     if (diff.base.thread_time_ns > 0) row.thread_gap_share = diff.measured_delta_ns / diff.base.thread_time_ns;
     if (!row.coverage) {
       row.coverage_gap = CoverageGap::SameThreadTime;
@@ -136,6 +138,8 @@ void attribute_gap(CompareRow& row, const CompareRow& baseline) {
       row.wall_coverage.reset();
       row.explained.reset();
       row.cpu_explained.reset();
+      row.cpu_explained_error.reset();
+      row.cpu_too_few_samples = false;
       row.coverage_gap = CoverageGap::WithinSpread;
     } else if (!diff.claims_share()) {
       // No share of the gap where diff claims none (one verdict, every view).

@@ -61,7 +61,10 @@ std::vector<std::string> cells(const CompareRow& row, bool first, bool with_clas
   if (locks) {  // --locks: the program's own locks, and the gap they and the allocator explain
     cells.push_back(opt_percent(row.lock_share));
     cells.push_back(first ? "baseline" : row.explained ? fmt::format("{:.0f} %", 100 * *row.explained) : "-");
-    cells.push_back(first ? "baseline" : row.cpu_explained ? fmt::format("{:.0f} %", 100 * *row.cpu_explained) : "-");
+    cells.push_back(first                     ? "baseline"
+                    : row.cpu_explained       ? fmt::format("{:.0f} %", 100 * *row.cpu_explained)
+                    : row.cpu_too_few_samples ? "unsure"
+                                              : "-");
   }
   cells.push_back(runs_cell(row));
   if (with_classes) cells.push_back(classes_cell(row));
@@ -305,6 +308,8 @@ std::string compare_json(const CompareResult& r) {
       w.field("lock_share", json_fraction(row.lock_share)).field("top_lock", row.top_lock);
       w.field("explained", json_fraction(row.explained));
       w.field("cpu_explained", json_fraction(row.cpu_explained));
+      w.field("cpu_explained_error", json_fraction(row.cpu_explained_error));
+      w.field("cpu_too_few_samples", row.cpu_too_few_samples);
     }
     w.field("ok_runs", row.ok_runs);
     w.key("exit_statuses").begin_array();

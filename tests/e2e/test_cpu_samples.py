@@ -132,6 +132,27 @@ class CpuSamples(E2ETestCase):
             self.assertIsNotNone(cpu["explained"], cpu)
             self.assertLess(abs(cpu["explained"] - 1), 1.5 * cpu["explained_error"] + 0.1, cpu)
 
+    def test_compare_gives_the_cpu_time_gap_to_the_locks(self):
+        # compare's column "of CPU" is diff's share of the CPU-time gap: the row with the slow
+        # unlock spends all of its extra CPU time inside unlocks.
+        if not os.path.exists(SLOW_UNLOCK):
+            raise unittest.SkipTest("libslow_unlock.so was not built")
+        out = os.path.join(self.dir, "compare")
+        proc = subprocess.run([CLI, "compare", "--locks", "--runs", "2", "--json", "-o", out, "--allocators",
+                               f"glibc,{SLOW_UNLOCK}", "--", target("lock_cpu-glibc"), str(THREADS), "600",
+                               str(OUTSIDE_US)], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, SLOW_UNLOCK_US="300"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = {r["name"]: r for r in json.loads(proc.stdout)["rows"]}
+        slow = rows["libslow_unlock.so"]
+        if slow["cpu_too_few_samples"]:
+            self.assertIsNone(slow["cpu_explained"], slow)
+        elif slow["cpu_explained"] is not None:
+            self.assertLess(abs(slow["cpu_explained"] - 1), 1.5 * slow["cpu_explained_error"] + 0.1, slow)
+        else:  # neither: the gap lies within the runs' spread, and compare says so
+            self.assertIn("spread", slow["coverage_reason"] or "", slow)
+        self.assertIsNone(rows["glibc"]["cpu_explained"])
+
     def test_a_musl_program_is_sampled_too(self):
         path = self.record("musl.asp", [target("lock_cpu-musl"), "2", "1500", str(OUTSIDE_US)])
         cpu = self.cli_json("report", path)["cpu"]
