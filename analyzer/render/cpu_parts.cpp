@@ -18,11 +18,11 @@ std::string part_text(const CpuPart& p) {
 }  // namespace
 
 std::vector<NamedCpuPart> named_cpu_parts(const CpuParts& c) {
-  return {{"inside allocator calls", &c.allocator},
-          {"inside lock calls", &c.locks},
-          {"inside condition waits", &c.cond},
-          {"the shim's own work", &c.shim},
-          {"elsewhere", &c.elsewhere}};
+  return {{"inside allocator calls", "allocator", &c.allocator},
+          {"inside lock calls", "locks", &c.locks},
+          {"inside condition waits", "cond", &c.cond},
+          {"the shim's own work", "shim", &c.shim},
+          {"elsewhere", "elsewhere", &c.elsewhere}};
 }
 
 std::string cpu_section_text(const CpuParts& c) {
@@ -44,17 +44,13 @@ void write_cpu_parts_json(JsonWriter& w, const CpuParts& c) {
   if (c.recorded) {
     w.field("cpu_ns", json_ns(c.cpu_ns)).field("threads", c.threads).field("samples", c.samples);
     w.field("unsampled_ns", json_ns(c.unsampled_ns));
-    auto part = [&](const char* name, const CpuPart& p) {
-      w.key(name).begin_object();
+    for (const NamedCpuPart& n : named_cpu_parts(c)) {
+      const CpuPart& p = *n.part;
+      w.key(n.key).begin_object();
       w.field("samples", p.samples).field("ns", json_ns(p.ns)).field("error_ns", json_ns(p.error_ns));
       w.field("share", json_fraction(p.share));
       w.end_object();
-    };
-    part("allocator", c.allocator);
-    part("locks", c.locks);
-    part("cond", c.cond);
-    part("shim", c.shim);
-    part("elsewhere", c.elsewhere);
+    }
   }
   w.end_object();
 }

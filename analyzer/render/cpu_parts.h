@@ -8,9 +8,11 @@
 namespace allocscope {
 
 class JsonWriter;
-// The parts as the text section and the HTML page name them, in their order.
+// The parts as the text section and the HTML page name them, and their keys in report --json, in
+// their order (the one list of the parts).
 struct NamedCpuPart {
   const char* label;
+  const char* key;
   const CpuPart* part;
 };
 std::vector<NamedCpuPart> named_cpu_parts(const CpuParts& c);
