@@ -82,7 +82,7 @@ extern __thread bool t_wait_pending __attribute__((tls_model("initial-exec")));
 // rwlock unlock, or a condition wait.  Set around the real call only: the wrappers' own work is the
 // shim's.  A lock taken at its first try is not marked: the mark's second store would lie inside
 // the critical section, and on the threaded PHP host, whose zend_strtod mutex is taken 10.8
-// million times a run, marking every lock and unlock cost 1.05-1.06x (docs/overhead.md).  The
+// million times a run, marking every lock and unlock cost 1.04-1.08x (docs/overhead.md).  The
 // trylock's few nanoseconds count as elsewhere.
 enum : uint8_t { kNotInLock = 0, kInLockCall = 1, kInCondWait = 2 };
 extern __thread uint8_t t_in_lock __attribute__((tls_model("initial-exec")));
