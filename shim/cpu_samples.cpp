@@ -22,8 +22,9 @@ namespace {
 // Cleared for good when the program takes the signal: no timer is started after that.
 std::atomic<bool> g_timers_allowed{true};
 
-// The real pthread_mutex_trylock, pthread_rwlock_tryrdlock and pthread_rwlock_trywrlock.
-CodeRange g_trylock_code[3];
+// The real pthread_mutex_trylock, pthread_rwlock_tryrdlock, pthread_rwlock_trywrlock,
+// pthread_spin_trylock and mtx_trylock.
+CodeRange g_trylock_code[5];
 
 bool in_trylock(uintptr_t pc) {
   for (const CodeRange& r : g_trylock_code)
@@ -125,6 +126,8 @@ void learn_trylock_code() {
   g_trylock_code[0] = function_range(reinterpret_cast<const void*>(g_real_locks.mutex_trylock));
   g_trylock_code[1] = function_range(reinterpret_cast<const void*>(g_real_locks.rwlock_tryrdlock));
   g_trylock_code[2] = function_range(reinterpret_cast<const void*>(g_real_locks.rwlock_trywrlock));
+  g_trylock_code[3] = function_range(reinterpret_cast<const void*>(g_real_locks.spin_trylock));
+  if (g_real_locks.mtx_trylock) g_trylock_code[4] = function_range(reinterpret_cast<const void*>(g_real_locks.mtx_trylock));
 }
 
 void take_cpu_sample(uintptr_t pc) {

@@ -2,6 +2,7 @@
 // tracing: lock_waits.h).  Each is: forward unless traced; try first; time only a real wait.
 // __builtin_return_address(0) here is the program's call site.
 #include <pthread.h>
+#include <threads.h>
 #include <time.h>
 
 #include <cerrno>
@@ -19,12 +20,15 @@ __attribute__((constructor)) static void allocscope_locks_at_load() {
 
 // The shape of every lock function here: forward unless traced; try first; time only a real wait.
 // The try is not marked for the CPU samples (lock_waits.h): they know the trylock by its code.
+// `busy`: what the try returns when the lock is taken (EBUSY; C11's thrd_busy); `unready`: what the
+// call returns while the real functions cannot be found (a call from inside dlsym).
 template <class Forward, class Try, class Wait>
-__attribute__((always_inline)) static inline int try_then_wait(Forward forward, Try try_lock, Wait wait) {
-  if (__builtin_expect(!real_locks_ready(), 0)) return EAGAIN;
+__attribute__((always_inline)) static inline int try_then_wait(Forward forward, Try try_lock, Wait wait,
+                                                               int busy = EBUSY, int unready = EAGAIN) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return unready;
   if (!trace_this_lock()) return forward();
   const int r = try_lock();
-  if (__builtin_expect(r != EBUSY, 1)) return r;
+  if (__builtin_expect(r != busy, 1)) return r;
   return wait();
 }
 
@@ -99,4 +103,90 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const s
   if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
   if (!trace_this_lock()) return g_real_locks.cond_timedwait(c, m, t);
   return traced_cond_wait(c, m, t, __builtin_return_address(0));
+}
+
+// The clock variants (glibc's: C++'s timed waits and condition_variable::wait_for call them).  A
+// program calls them only where the C library has them; the null check covers a lookup by name.
+EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t c, const struct timespec* t) {
+  void* site = __builtin_return_address(0);
+  if (real_locks_ready() && !g_real_locks.mutex_clocklock) return ENOSYS;
+  return try_then_wait([&] { return g_real_locks.mutex_clocklock(m, c, t); },
+                       [&] { return g_real_locks.mutex_trylock(m); },
+                       [&] { return contended_mutex_clocklock(m, c, t, site); });
+}
+
+EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t* l, clockid_t c, const struct timespec* t) {
+  void* site = __builtin_return_address(0);
+  if (real_locks_ready() && !g_real_locks.rwlock_clockrdlock) return ENOSYS;
+  return try_then_wait([&] { return g_real_locks.rwlock_clockrdlock(l, c, t); },
+                       [&] { return g_real_locks.rwlock_tryrdlock(l); },
+                       [&] { return contended_rwlock_clock(l, false, c, t, site); });
+}
+
+EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t* l, clockid_t c, const struct timespec* t) {
+  void* site = __builtin_return_address(0);
+  if (real_locks_ready() && !g_real_locks.rwlock_clockwrlock) return ENOSYS;
+  return try_then_wait([&] { return g_real_locks.rwlock_clockwrlock(l, c, t); },
+                       [&] { return g_real_locks.rwlock_trywrlock(l); },
+                       [&] { return contended_rwlock_clock(l, true, c, t, site); });
+}
+
+EXPORT int pthread_cond_clockwait(pthread_cond_t* cv, pthread_mutex_t* m, clockid_t c, const struct timespec* t) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
+  if (!g_real_locks.cond_clockwait) return ENOSYS;
+  if (!trace_this_lock()) return g_real_locks.cond_clockwait(cv, m, c, t);
+  return traced_cond_clockwait(cv, m, c, t, __builtin_return_address(0));
+}
+
+// The spin lock: its waits spin on a CPU instead of sleeping; timed the same way.
+EXPORT int pthread_spin_lock(pthread_spinlock_t* l) {
+  void* site = __builtin_return_address(0);
+  return try_then_wait([&] { return g_real_locks.spin_lock(l); },
+                       [&] { return g_real_locks.spin_trylock(l); },
+                       [&] { return contended_spin_lock(l, site); });
+}
+
+EXPORT int pthread_spin_unlock(pthread_spinlock_t* l) {
+  if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
+  if (!trace_this_lock()) return g_real_locks.spin_unlock(l);
+  const int r = g_real_locks.spin_unlock(l);
+  if (__builtin_expect(t_wait_pending, 0)) add_pending_wait(true);
+  return r;
+}
+
+// C11's threads.  Their unlocks are not timed (only pthread_mutex_unlock's are), nor counted.
+EXPORT int mtx_lock(mtx_t* m) {
+  void* site = __builtin_return_address(0);
+  if (real_locks_ready() && !g_real_locks.mtx_lock) return thrd_error;
+  return try_then_wait([&] { return g_real_locks.mtx_lock(m); },
+                       [&] { return g_real_locks.mtx_trylock(m); },
+                       [&] { return contended_mtx_lock(m, nullptr, site); }, thrd_busy, thrd_error);
+}
+
+EXPORT int mtx_timedlock(mtx_t* __restrict m, const struct timespec* __restrict t) {
+  void* site = __builtin_return_address(0);
+  if (real_locks_ready() && !g_real_locks.mtx_timedlock) return thrd_error;
+  return try_then_wait([&] { return g_real_locks.mtx_timedlock(m, t); },
+                       [&] { return g_real_locks.mtx_trylock(m); },
+                       [&] { return contended_mtx_lock(m, t, site); }, thrd_busy, thrd_error);
+}
+
+EXPORT int mtx_unlock(mtx_t* m) {
+  if (__builtin_expect(!real_locks_ready(), 0) || !g_real_locks.mtx_unlock) return thrd_error;
+  if (!trace_this_lock()) return g_real_locks.mtx_unlock(m);
+  const int r = g_real_locks.mtx_unlock(m);
+  if (__builtin_expect(t_wait_pending, 0)) add_pending_wait(true);
+  return r;
+}
+
+EXPORT int cnd_wait(cnd_t* c, mtx_t* m) {
+  if (__builtin_expect(!real_locks_ready(), 0) || !g_real_locks.cnd_wait) return thrd_error;
+  if (!trace_this_lock()) return g_real_locks.cnd_wait(c, m);
+  return traced_cnd_wait(c, m, nullptr, __builtin_return_address(0));
+}
+
+EXPORT int cnd_timedwait(cnd_t* __restrict c, mtx_t* __restrict m, const struct timespec* __restrict t) {
+  if (__builtin_expect(!real_locks_ready(), 0) || !g_real_locks.cnd_timedwait) return thrd_error;
+  if (!trace_this_lock()) return g_real_locks.cnd_timedwait(c, m, t);
+  return traced_cnd_wait(c, m, t, __builtin_return_address(0));
 }

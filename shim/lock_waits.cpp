@@ -61,12 +61,25 @@ bool resolve_real_locks() {
       resolve(r.cond_timedwait, "pthread_cond_timedwait");
       resolve(r.mutex_unlock, "pthread_mutex_unlock");
       resolve(r.rwlock_unlock, "pthread_rwlock_unlock");
+      resolve(r.spin_lock, "pthread_spin_lock");
+      resolve(r.spin_trylock, "pthread_spin_trylock");
+      resolve(r.spin_unlock, "pthread_spin_unlock");
+      resolve(r.mutex_clocklock, "pthread_mutex_clocklock");
+      resolve(r.rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
+      resolve(r.rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
+      resolve(r.cond_clockwait, "pthread_cond_clockwait");
+      resolve(r.mtx_lock, "mtx_lock");
+      resolve(r.mtx_timedlock, "mtx_timedlock");
+      resolve(r.mtx_trylock, "mtx_trylock");
+      resolve(r.mtx_unlock, "mtx_unlock");
+      resolve(r.cnd_wait, "cnd_wait");
+      resolve(r.cnd_timedwait, "cnd_timedwait");
       t_resolving = 0;
       errno = saved;
       if (!r.mutex_lock || !r.mutex_trylock || !r.mutex_timedlock || !r.rwlock_rdlock ||
           !r.rwlock_tryrdlock || !r.rwlock_timedrdlock || !r.rwlock_wrlock ||
           !r.rwlock_trywrlock || !r.rwlock_timedwrlock || !r.cond_wait || !r.cond_timedwait ||
-          !r.mutex_unlock || !r.rwlock_unlock) {
+          !r.mutex_unlock || !r.rwlock_unlock || !r.spin_lock || !r.spin_trylock || !r.spin_unlock) {
         static const char msg[] =
             "allocscope: cannot find the real pthread lock functions with dlsym(RTLD_NEXT); "
             "giving up\n";
@@ -257,6 +270,63 @@ int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, voi
   const uint64_t t1 = ticks();
   defer_wait(m, site, format::LockKind::Mutex, t1 - t0, t1, r == ETIMEDOUT, r == 0);
   return r;
+}
+
+namespace {
+
+// A contended call timed around the real one: `call` returns the real call's result; `held` says
+// whether a result leaves the lock held, `timed_out` whether it means the timeout passed.
+template <class Call, class Held, class TimedOut>
+int timed_wait(Call call, const void* lock, void* site, format::LockKind kind, uint8_t mark, Held held,
+               TimedOut timed_out) {
+  const uint64_t t0 = ticks();
+  const int r = in_lock_call(call, mark);
+  const uint64_t t1 = ticks();
+  defer_wait(lock, site, kind, t1 - t0, t1, timed_out(r), held(r));
+  return r;
+}
+
+bool pthread_held(int r) { return r == 0; }
+bool pthread_timed_out(int r) { return r == ETIMEDOUT; }
+bool pthread_cond_held(int r) { return r == 0 || r == ETIMEDOUT; }  // a timed-out wait takes the mutex again
+bool c11_held(int r) { return r == thrd_success; }
+bool c11_timed_out(int r) { return r == thrd_timedout; }
+bool c11_cond_held(int r) { return r == thrd_success || r == thrd_timedout; }
+bool never(int) { return false; }
+
+}  // namespace
+
+int contended_mutex_clocklock(pthread_mutex_t* m, clockid_t clock, const struct timespec* timeout, void* site) {
+  return timed_wait([&] { return g_real_locks.mutex_clocklock(m, clock, timeout); }, m, site,
+                    format::LockKind::Mutex, kInLockCall, pthread_held, pthread_timed_out);
+}
+
+int contended_rwlock_clock(pthread_rwlock_t* l, bool write, clockid_t clock, const struct timespec* timeout, void* site) {
+  return timed_wait([&] { return write ? g_real_locks.rwlock_clockwrlock(l, clock, timeout)
+                                       : g_real_locks.rwlock_clockrdlock(l, clock, timeout); },
+                    l, site, write ? format::LockKind::RwWrite : format::LockKind::RwRead, kInLockCall,
+                    pthread_held, pthread_timed_out);
+}
+
+int traced_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const struct timespec* timeout, void* site) {
+  return timed_wait([&] { return g_real_locks.cond_clockwait(c, m, clock, timeout); }, c, site,
+                    format::LockKind::Cond, kInCondWait, pthread_cond_held, pthread_timed_out);
+}
+
+int contended_mtx_lock(mtx_t* m, const struct timespec* timeout, void* site) {
+  return timed_wait([&] { return timeout ? g_real_locks.mtx_timedlock(m, timeout) : g_real_locks.mtx_lock(m); }, m,
+                    site, format::LockKind::Mutex, kInLockCall, c11_held, c11_timed_out);
+}
+
+int traced_cnd_wait(cnd_t* c, mtx_t* m, const struct timespec* timeout, void* site) {
+  return timed_wait([&] { return timeout ? g_real_locks.cnd_timedwait(c, m, timeout) : g_real_locks.cnd_wait(c, m); },
+                    c, site, format::LockKind::Cond, kInCondWait, c11_cond_held, c11_timed_out);
+}
+
+int contended_spin_lock(pthread_spinlock_t* l, void* site) {
+  const void* lock = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(l));  // (a volatile int)
+  return timed_wait([&] { return g_real_locks.spin_lock(l); }, lock, site, format::LockKind::Spin, kInLockCall,
+                    pthread_held, never);
 }
 
 int contended_rwlock(pthread_rwlock_t* l, bool write, const struct timespec* timeout, void* site) {

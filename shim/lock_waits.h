@@ -15,6 +15,7 @@
 // earlier in libpthread) or musl's libc.so — when the library loads, or on first use.
 #pragma once
 #include <pthread.h>
+#include <threads.h>
 #include <time.h>
 
 #include <cerrno>
@@ -42,6 +43,24 @@ struct RealLocks {
   int (*cond_timedwait)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*);
   int (*mutex_unlock)(pthread_mutex_t*);
   int (*rwlock_unlock)(pthread_rwlock_t*);
+  int (*spin_lock)(pthread_spinlock_t*);
+  int (*spin_trylock)(pthread_spinlock_t*);
+  int (*spin_unlock)(pthread_spinlock_t*);
+  // Null where the C library has none: the clock variants are glibc's (2.30 and later; C++'s
+  // std::condition_variable::wait_for, std::timed_mutex::try_lock_for and
+  // std::shared_timed_mutex's timed calls use them), musl has none of them.
+  int (*mutex_clocklock)(pthread_mutex_t*, clockid_t, const struct timespec*);
+  int (*rwlock_clockrdlock)(pthread_rwlock_t*, clockid_t, const struct timespec*);
+  int (*rwlock_clockwrlock)(pthread_rwlock_t*, clockid_t, const struct timespec*);
+  int (*cond_clockwait)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const struct timespec*);
+  // C11's threads (glibc 2.28 and later, musl): their mutexes and conditions call the C library's
+  // pthread functions inside it, where no interposed symbol sees them.
+  int (*mtx_lock)(mtx_t*);
+  int (*mtx_timedlock)(mtx_t*, const struct timespec*);
+  int (*mtx_trylock)(mtx_t*);
+  int (*mtx_unlock)(mtx_t*);
+  int (*cnd_wait)(cnd_t*, mtx_t*);
+  int (*cnd_timedwait)(cnd_t*, mtx_t*, const struct timespec*);
 };
 
 extern RealLocks g_real_locks;
@@ -72,6 +91,13 @@ inline bool trace_this_lock() {
 int contended_mutex_lock(pthread_mutex_t* m, const struct timespec* timeout, void* site);
 int contended_rwlock(pthread_rwlock_t* l, bool write, const struct timespec* timeout, void* site);
 int traced_cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* timeout, void* site);
+// The clock variants (a real function that exists), C11's calls and the spin lock, the same way.
+int contended_mutex_clocklock(pthread_mutex_t* m, clockid_t clock, const struct timespec* timeout, void* site);
+int contended_rwlock_clock(pthread_rwlock_t* l, bool write, clockid_t clock, const struct timespec* timeout, void* site);
+int traced_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const struct timespec* timeout, void* site);
+int contended_mtx_lock(mtx_t* m, const struct timespec* timeout, void* site);
+int traced_cnd_wait(cnd_t* c, mtx_t* m, const struct timespec* timeout, void* site);
+int contended_spin_lock(pthread_spinlock_t* l, void* site);
 
 // t_wait_pending: a contended wait is kept in the slot (LockTable::pending), for
 // add_pending_wait after the next unlock; `at_unlock`: the stack, if the row wants one, is taken

@@ -25,6 +25,7 @@ const char* kind_name(uint8_t kind) {
     case format::LockKind::RwWrite: return "rwlock";
     case format::LockKind::Cond: return "condition";
     case format::LockKind::Unlock: return "mutex";
+    case format::LockKind::Spin: return "spinlock";
   }
   return "lock";
 }

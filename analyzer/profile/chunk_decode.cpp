@@ -342,7 +342,7 @@ LockWaitsRecord decode_lock_waits(PayloadCursor& in) {
   for (size_t i = 0; i < rec.rows.size(); ++i) {
     const auto& r = rec.rows[i];
     const uint64_t row_at = rows_at + i * sizeof(format::LockWaitRow);
-    if (r.kind < static_cast<uint8_t>(format::LockKind::Mutex) || r.kind > static_cast<uint8_t>(format::LockKind::Unlock))
+    if (r.kind < static_cast<uint8_t>(format::LockKind::Mutex) || r.kind > format::kLastLockKind)
       in.fail_at(row_at, fmt::format("lock wait row {}: unknown kind {}", i, r.kind));
     if (r.max_ticks > r.wait_ticks)
       in.fail_at(row_at, fmt::format("lock wait row {}: longest wait {} exceeds the total {}", i, r.max_ticks, r.wait_ticks));

@@ -47,7 +47,7 @@ std::string lock_section_text(const LockReport& r, size_t width) {
   if (!r.recorded) return "";
   std::string out;
   TextTable fields({{"", TextTable::Align::Left}, {"", TextTable::Align::Left}});
-  fields.add_row({"lock wait (mutexes, rwlocks)",
+  fields.add_row({"lock wait (mutexes, rwlocks, spin locks)",
                   fmt::format("{} in {} contended waits: {} of thread time", format_duration_ns(r.wait_ns),
                               group_digits(r.waits), format_percent(r.share, 1))});
   fields.add_row({"unlock (sampled, est.)",
@@ -68,7 +68,7 @@ std::string lock_section_text(const LockReport& r, size_t width) {
   }
   out += fields.render();
   if (r.locks.empty()) {
-    out += "\n  No mutex or rwlock of the program was contended: every lock was free when tried.\n";
+    out += "\n  No mutex, rwlock or spin lock of the program was contended: every lock was free when tried.\n";
   } else {
     out += "\n  Top contended locks (the call site's callers come from a sampled stack)\n";
     out += lock_table(r.locks, width);

@@ -358,7 +358,12 @@ static_assert(sizeof(ModuleRecord) == 32);
 // thread's (a contended unlock may wake a waiter: a system call).  Calls made from inside the allocator (its own
 // locks) or the shim are not recorded.  A thread's rows are cumulative: the chunk with the
 // highest seq of a thread_serial replaces the earlier ones.
-enum class LockKind : uint8_t { Mutex = 1, RwRead = 2, RwWrite = 3, Cond = 4, Unlock = 5 };
+// Mutex: pthread_mutex_lock, _timedlock, _clocklock and C11's mtx_lock, mtx_timedlock; RwRead and
+// RwWrite: pthread_rwlock_{rd,wr}lock and their timed and clock variants; Cond: pthread_cond_wait,
+// _timedwait, _clockwait and C11's cnd_wait, cnd_timedwait; Unlock: a timed pthread_mutex_unlock;
+// Spin: pthread_spin_lock.
+enum class LockKind : uint8_t { Mutex = 1, RwRead = 2, RwWrite = 3, Cond = 4, Unlock = 5, Spin = 6 };
+constexpr uint8_t kLastLockKind = static_cast<uint8_t>(LockKind::Spin);
 struct LockWaitsHeader {
   uint32_t thread_serial;
   uint32_t seq;            // increasing per thread

@@ -2,8 +2,8 @@
 
 The profiles cover what changes the documents: sampled runs under glibc and musl (one with call
 stacks), traces with call stacks, a profile recorded with --sample 0, a trace of every entry point of the
-allocator (tests/targets/alloc_family.c), and contended lock waits recorded with --locks on both libcs
-(tests/targets/lock_contention.c).  The schemas forbid keys they do not describe
+allocator (tests/targets/alloc_family.c), contended lock waits recorded with --locks on both libcs
+(tests/targets/lock_contention.c), and a C11 mutex and a spin lock (tests/targets/lock_kinds.c).  The schemas forbid keys they do not describe
 ("additionalProperties": false), so a key added without its description fails here; every
 property of every schema must carry a description.  Beyond the schemas: each document's first
 key is `schema`, and every duration (a key ending in _ns) is an integer.
@@ -82,6 +82,8 @@ class JsonSchemas(E2ETestCase):
             "family": (["--trace", "--stacks=1", "--sample", "1"], "alloc_family-glibc", []),
             "locks": (["--locks"], "lock_contention-glibc", ["4", "60", "200"]),
             "locks-musl": (["--locks"], "lock_contention-musl", ["4", "60", "200"]),
+            # C11's mutex and a spin lock (kind "spinlock"), behind a C11 condition.
+            "lock-kinds": (["--locks"], "lock_kinds-glibc", ["4", "40", "100"]),
         }
         for name, (options, program, args) in recordings.items():
             path = os.path.join(d, f"{name}.asp")
@@ -118,7 +120,8 @@ class JsonSchemas(E2ETestCase):
         return docs
 
     def test_report(self):
-        for name in ("glibc", "musl", "trace", "trace-untimed", "stacks", "counted", "family", "locks", "locks-musl"):
+        for name in ("glibc", "musl", "trace", "trace-untimed", "stacks", "counted", "family", "locks", "locks-musl",
+                     "lock-kinds"):
             for by in ("class", "bucket", "thread", "shape", "callsite"):
                 with self.subTest(profile=name, by=by):
                     self.check("report", "report", "--json", "--by", by, self.p[name])

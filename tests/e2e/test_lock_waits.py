@@ -157,6 +157,74 @@ class LockWaits(E2ETestCase):
                 for site in ("exit_holding", "main_exit_holding"):
                     self.assertGreaterEqual(by_site[site]["wait_ns"], 2_000_000, (site, by_site[site]))
 
+    def run_kinds(self, program, name):
+        """Records `program` (4 workers, 100 rounds, 100 µs sections) with --locks: its report's
+        locks, and the program's own measures around its lock calls (`name_ns` and `name_calls`)."""
+        path = os.path.join(self.dir, name)
+        proc = subprocess.run([CLI, "record", "--locks", "-o", path, "--", target(program), "4", "100", "100"],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        own = {k: int(v) for k, v in re.findall(r"(\w+_(?:ns|calls))=(\d+)", proc.stderr)}
+        self.assertEqual(len(own), 4, proc.stderr)
+        j = json.loads(self.cli("report", "--json", path))
+        self.assertIn("Locks outside the allocator", self.cli("report", path))
+        return j["locks"], own
+
+    def assert_lock_waits(self, lock, own_ns, own_calls):
+        """A lock whose waits the program timed around the same calls: the shim's lie inside them."""
+        self.assertGreater(lock["waits"], 0, lock)
+        self.assertLessEqual(lock["waits"], own_calls, lock)
+        self.assertLessEqual(lock["wait_ns"], own_ns * 1.02, (lock, own_ns))
+        self.assertGreaterEqual(lock["wait_ns"], own_ns * 0.8, (lock, own_ns))
+        self.assertGreaterEqual(lock["threads"], 2, lock)
+
+    def test_c11_mutexes_spin_locks_and_conditions_are_traced(self):
+        """C11's mtx_lock, mtx_timedlock and cnd_wait run on the C library's pthread functions
+        inside it (glibc) or on its own code (musl): no interposed pthread_mutex_lock sees them.
+        A pthread spin lock's waiters spin.  lock_kinds: one C11 mutex taken with mtx_lock and
+        mtx_timedlock, one spin lock, both contended, behind a cnd_wait gate."""
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                locks, own = self.run_kinds(f"lock_kinds-{libc}", f"kinds-{libc}.asp")
+                # (The gate's mutex may be contended too, by the workers arriving and main.)
+                c11 = [lock for lock in locks["locks"] if lock["sites"][0]["site"].startswith("c11_")
+                       and lock["sites"][0]["site"] != "c11_gate"]
+                spin = [lock for lock in locks["locks"] if lock["kind"] == "spinlock"]
+                self.assertEqual((len(c11), len(spin)), (1, 1), locks["locks"])
+                c11, spin = c11[0], spin[0]
+                self.assertEqual(c11["kind"], "mutex")
+                self.assertEqual({s["site"] for s in c11["sites"]}, {"c11_section", "c11_timed_section"}, c11)
+                self.assertRegex(c11["sites"][0]["location"], r"lock_kinds\.c:\d+")
+                self.assert_lock_waits(c11, own["c11_wait_ns"], own["c11_calls"])
+                self.assertEqual([s["site"] for s in spin["sites"]], ["spin_section"], spin)
+                self.assert_lock_waits(spin, own["spin_wait_ns"], own["spin_calls"])
+                self.assertIn("worker", spin["sites"][0]["chain"][1:], spin)
+                conds = locks["conditions"]
+                self.assertEqual([c["sites"][0]["site"] for c in conds], ["c11_gate"], conds)
+                self.assertGreater(locks["cond_wait_ns"], 0)
+                self.assertGreaterEqual(locks["wait_ns"], c11["wait_ns"] + spin["wait_ns"])
+
+    def test_cxx_timed_locks_and_wait_for_are_traced(self):
+        """libstdc++ makes std::timed_mutex::try_lock_for, std::shared_timed_mutex::try_lock_for
+        and std::condition_variable::wait_for of glibc's clock variants (pthread_mutex_clocklock,
+        pthread_rwlock_clockwrlock, pthread_cond_clockwait).  cxx_locks: both locks contended,
+        behind a wait_for gate.  Their call sites are inside libstdc++'s inline templates; the
+        program's own functions are their callers."""
+        locks, own = self.run_kinds("cxx_locks-glibc", "cxx-locks.asp")
+        def by_caller(caller):
+            found = [lock for lock in locks["locks"] if caller in lock["sites"][0]["chain"]]
+            self.assertEqual(len(found), 1, (caller, locks["locks"]))
+            return found[0]
+        timed, shared = by_caller("timed_section"), by_caller("shared_section")
+        self.assertEqual(timed["kind"], "mutex")
+        self.assertEqual(shared["kind"], "rwlock")
+        self.assert_lock_waits(timed, own["timed_wait_ns"], own["timed_calls"])
+        self.assert_lock_waits(shared, own["shared_wait_ns"], own["shared_calls"])
+        conds = locks["conditions"]
+        self.assertEqual(len(conds), 1, conds)
+        self.assertIn("gate", conds[0]["sites"][0]["chain"], conds)
+        self.assertGreater(conds[0]["waits"], 0)
+
     def test_diff_attributes_the_gap_to_the_lock(self):
         for libc in LIBCS:
             with self.subTest(libc=libc):

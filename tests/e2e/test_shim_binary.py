@@ -79,12 +79,20 @@ class ShimBinary(unittest.TestCase):
         exported = dynamic_symbols(SHIM, undefined=False)
         locks = {"pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_unlock", "pthread_rwlock_rdlock",
                  "pthread_rwlock_wrlock", "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock",
-                 "pthread_rwlock_unlock", "pthread_cond_wait", "pthread_cond_timedwait"}
-        self.assertEqual(locks | {"pthread_sigmask"}, {name for name in exported if name.startswith("pthread_")})
-        forwarded = locks | {"pthread_mutex_trylock", "pthread_rwlock_tryrdlock", "pthread_rwlock_trywrlock"}
+                 "pthread_rwlock_unlock", "pthread_cond_wait", "pthread_cond_timedwait", "pthread_spin_lock",
+                 "pthread_spin_unlock"}
+        c11 = {"mtx_lock", "mtx_timedlock", "mtx_unlock", "cnd_wait", "cnd_timedwait"}
+        # glibc's only (2.30 and later): C++'s timed waits call them; the shim forwards them where they exist.
+        clock = {"pthread_mutex_clocklock", "pthread_rwlock_clockrdlock", "pthread_rwlock_clockwrlock",
+                 "pthread_cond_clockwait"}
+        self.assertEqual(locks | clock | {"pthread_sigmask"}, {name for name in exported if name.startswith("pthread_")})
+        self.assertEqual(c11 - exported, set())
+        forwarded = locks | c11 | {"pthread_mutex_trylock", "pthread_rwlock_tryrdlock", "pthread_rwlock_trywrlock",
+                                   "pthread_spin_trylock", "mtx_trylock"}
         glibc, musl = libc_paths(self)
         for libc in (glibc, musl):
             self.assertEqual(forwarded - dynamic_symbols(libc, undefined=False), set(), libc)
+        self.assertEqual(clock - dynamic_symbols(glibc, undefined=False), set(), glibc)
 
 
 if __name__ == "__main__":
