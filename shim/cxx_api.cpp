@@ -8,8 +8,13 @@
 // _Unwind_Resume that the cleanup needs are the process's own, reached through the preload
 // library's forwarders (entry_points.cpp).
 //
-// A C++ runtime's operator new that calls malloc (libstdc++'s) is one `new`: the gate is closed
-// during the real call, so the inner malloc is forwarded and counted as reentrant.
+// A C++ runtime's operator new that calls malloc (libstdc++'s) is one `new`.  Where the next
+// definition is libstdc++'s and nothing ahead of the preload library replaced the operators, the
+// plain and nothrow new and new[] call the real malloc themselves, and the plain, nothrow and sized
+// delete and delete[] the real free, as libstdc++'s do: one pass through the shim per operator
+// instead of two (the operator, then its malloc or free, forwarded as reentrant).  A new that gets
+// no memory then calls libstdc++'s, which calls the new-handler or throws std::bad_alloc.  The
+// aligned operators always go to the next definition.
 //
 // Without a next definition (no C++ runtime in the search order, e.g. a C program that dlopens a
 // C++ library privately), the operators are served from the real malloc/free: a throwing new
@@ -121,6 +126,43 @@ void resolve_one(F& slot, unsigned index, F fallback) {
   slot = f ? reinterpret_cast<F>(f) : fallback;
 }
 
+// libstdc++'s operators, for the calls that get no memory from the real malloc.
+RealCxx g_libstdcxx;
+
+void* direct_new(size_t n) {
+  void* p = g_real.malloc(n ? n : 1);
+  return p ? p : g_libstdcxx.nw(n);
+}
+void* direct_new_nothrow(size_t n, const void* nt) {
+  void* p = g_real.malloc(n ? n : 1);
+  return p ? p : g_libstdcxx.nw_nothrow(n, nt);
+}
+void* direct_new_array(size_t n) {
+  void* p = g_real.malloc(n ? n : 1);
+  return p ? p : g_libstdcxx.na(n);
+}
+void* direct_new_array_nothrow(size_t n, const void* nt) {
+  void* p = g_real.malloc(n ? n : 1);
+  return p ? p : g_libstdcxx.na_nothrow(n, nt);
+}
+
+// Whether the process's own definition of `name` (the first in the search order) is this library's.
+bool defined_here(const char* name) {
+  Dl_info mine, global;
+  void* f = dlsym(RTLD_DEFAULT, name);
+  return f && dladdr(reinterpret_cast<void*>(&resolve_real_cxx), &mine) && dladdr(f, &global) &&
+         mine.dli_fbase == global.dli_fbase;
+}
+
+// The next operators are libstdc++'s (they call malloc and free), and the ones they call in turn
+// (::operator new, delete and delete[]) are this library's, not the program's replacements.
+bool libstdcxx_next(const char* path) {
+  const char* base = __builtin_strrchr(path, '/');
+  base = base ? base + 1 : path;
+  return __builtin_strncmp(base, "libstdc++.so", 12) == 0 && defined_here("_Znwm") && defined_here("_Znam") &&
+         defined_here("_ZdlPv") && defined_here("_ZdaPv");
+}
+
 }  // namespace
 
 void resolve_real_cxx(const void*) {
@@ -146,6 +188,16 @@ void resolve_real_cxx(const void*) {
   Dl_info info;
   void* nw = dlsym(RTLD_NEXT, kCxxNames[0]);
   g_cxx_path = nw && dladdr(nw, &info) && info.dli_fname ? info.dli_fname : "";
+  if (nw && libstdcxx_next(g_cxx_path)) {
+    g_libstdcxx = r;
+    r.nw = direct_new;
+    r.nw_nothrow = direct_new_nothrow;
+    r.na = direct_new_array;
+    r.na_nothrow = direct_new_array_nothrow;
+    r.dl = r.da = fallback_delete;
+    r.dl_nothrow = r.da_nothrow = fallback_delete_nothrow;
+    r.dl_sized = r.da_sized = fallback_delete_2;
+  }
 }
 
 const char* real_cxx_path() { return g_cxx_path; }

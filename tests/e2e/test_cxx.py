@@ -2,10 +2,11 @@
 variant) are counted as operations of their own under every allocator, once per call, and what the
 shim cannot see is said in the report."""
 import json
+import os
 import subprocess
 import unittest
 
-from allocscope_e2e import ALLOCATORS, CLI, E2ETestCase, target, worker_threads
+from allocscope_e2e import ALLOCATORS, BUILD, CLI, E2ETestCase, target, worker_threads
 
 THREADS = 3
 ITERS = 640  # a multiple of 64: every size 8..512 gets ITERS/64 iterations
@@ -85,6 +86,25 @@ class CxxOperators(E2ETestCase):
                 self.assertEqual(main["totals"]["new"]["calls"], 3)  # 2 failed, then new(24)
                 self.assertEqual(main["totals"]["new"]["failed"], 2)
                 self.assertEqual(main["totals"]["delete"]["calls"], 1)
+
+    def test_libstdcxx_operators_pass_through_the_shim_once(self):
+        """Where the next operators are libstdc++'s, the plain, nothrow and sized ones call the real
+        malloc and free themselves: no second pass through the shim (a reentrant call) for the
+        malloc or free inside libstdc++'s operator, nor for the ::operator new or delete that its
+        nothrow, sized and array forms call.  Per iteration cxx_ops makes 8 such calls (23 reentrant
+        calls before) and 4 aligned ones, which still go to libstdc++'s (at most 4 nested calls
+        each).  Under glibc's malloc and under a preloaded allocator without operators of its own."""
+        mutex = os.path.join(BUILD, "tests", "allocators", "libmutex_alloc.so")
+        for allocator in ("glibc", mutex):
+            with self.subTest(allocator=os.path.basename(allocator)):
+                run = self.record([target("cxx_ops-glibc"), str(THREADS), str(ITERS)], allocator=allocator,
+                                  out=f"once-{os.path.basename(allocator)}.asp")
+                self.assertEqual(run.rc, 0, run.stderr)
+                workers = worker_threads(self.dump(run.profiles[0]))
+                self.assertEqual(len(workers), THREADS)
+                for t in workers:
+                    self.assertEqual(t["totals"]["new"]["calls"], 4 * ITERS)
+                    self.assertLessEqual(t["reentrant_calls"], 4 * 4 * ITERS, t)
 
     def test_c_program_without_a_cxx_runtime(self):
         for libc in ("glibc", "musl"):
