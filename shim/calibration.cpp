@@ -16,7 +16,11 @@ bool g_use_tsc = false;
 
 namespace {
 
-constexpr int kRuns = 31;
+// Repeats of each probe: their median.  Every image the program execs calibrates anew, so this is
+// paid once per process (a fork child keeps its parent's): 15 repeats of the seven probes, one of
+// them a page fault, and the 50 µs spin below cost about 0.45 ms less a process here than 31
+// repeats and 200 µs did (docs/overhead.md, "fork+exec").
+constexpr int kRuns = 15;
 
 template <class F>
 uint64_t median_ticks(F&& probe) {
@@ -26,7 +30,7 @@ uint64_t median_ticks(F&& probe) {
     probe();
     v[i] = ticks() - t0;
   }
-  for (int i = 1; i < kRuns; i++)  // insertion sort: 31 values
+  for (int i = 1; i < kRuns; i++)  // insertion sort: 15 values
     for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
       const uint64_t x = v[j];
       v[j] = v[j - 1];
@@ -42,11 +46,13 @@ void calibrate(format::Calibration& c) {
   g_use_tsc = cpu_has_invariant_tsc();
   c.clock = static_cast<uint8_t>(g_use_tsc ? format::Clock::Tsc : format::Clock::Monotonic);
   if (g_use_tsc) {
-    // 200 µs spin: the vDSO clock read (~30 ns) bounds the error to well under 0.1 %.
+    // 50 µs spin: the vDSO clock read (~30 ns) bounds the error to about 0.1 %; the analyzer
+    // refines the rate from the spin's start to the process's last (tick, clock) reading, a span
+    // at least as long (analyzer/profile/tick_clock.cpp).
     c.calib_mono0 = mono_ns();
     c.calib_tick0 = ticks();
     uint64_t m;
-    do m = mono_ns(); while (m - c.calib_mono0 < 200000);
+    do m = mono_ns(); while (m - c.calib_mono0 < 50000);
     c.calib_tick1 = ticks();
     c.calib_mono1 = m;
     c.tick_hz = (c.calib_tick1 - c.calib_tick0) * 1000000000ull / (c.calib_mono1 - c.calib_mono0);
