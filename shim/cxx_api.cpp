@@ -146,12 +146,12 @@ void* direct_new_array_nothrow(size_t n, const void* nt) {
   return p ? p : g_libstdcxx.na_nothrow(n, nt);
 }
 
-// Whether the process's own definition of `name` (the first in the search order) is this library's.
-bool defined_here(const char* name) {
-  Dl_info mine, global;
+// Whether the process's own definition of `name` (the first in the search order) lies in the
+// object loaded at `here`.
+bool defined_at(const void* here, const char* name) {
+  Dl_info global;
   void* f = dlsym(RTLD_DEFAULT, name);
-  return f && dladdr(reinterpret_cast<void*>(&resolve_real_cxx), &mine) && dladdr(f, &global) &&
-         mine.dli_fbase == global.dli_fbase;
+  return f && dladdr(f, &global) && global.dli_fbase == here;
 }
 
 // The next operators are libstdc++'s (they call malloc and free), and the ones they call in turn
@@ -159,8 +159,11 @@ bool defined_here(const char* name) {
 bool libstdcxx_next(const char* path) {
   const char* base = __builtin_strrchr(path, '/');
   base = base ? base + 1 : path;
-  return __builtin_strncmp(base, "libstdc++.so", 12) == 0 && defined_here("_Znwm") && defined_here("_Znam") &&
-         defined_here("_ZdlPv") && defined_here("_ZdaPv");
+  Dl_info mine;
+  if (__builtin_strncmp(base, "libstdc++.so", 12) != 0 || !dladdr(reinterpret_cast<void*>(&resolve_real_cxx), &mine))
+    return false;
+  return defined_at(mine.dli_fbase, "_Znwm") && defined_at(mine.dli_fbase, "_Znam") &&
+         defined_at(mine.dli_fbase, "_ZdlPv") && defined_at(mine.dli_fbase, "_ZdaPv");
 }
 
 }  // namespace

@@ -106,6 +106,15 @@ class CxxOperators(E2ETestCase):
                     self.assertEqual(t["totals"]["new"]["calls"], 4 * ITERS)
                     self.assertLessEqual(t["reentrant_calls"], 4 * 4 * ITERS, t)
 
+    def test_a_programs_own_operator_new_still_serves_libstdcxx(self):
+        """cxx_own_new replaces the plain operator new and delete only; libstdc++'s new[], nothrow
+        new[] and delete[] call them.  The shim's operators must then go to libstdc++'s, not to the
+        real malloc and free: the program's own ran 30 times each, as without the shim."""
+        run = self.record([target("cxx_own_new-glibc")], out="own-new.asp")
+        self.assertEqual(run.rc, 0, run.stderr)
+        self.assertIn("own_new=30 own_delete=30", run.stdout)
+        self.assertIn("operator new is defined by", run.stderr)
+
     def test_c_program_without_a_cxx_runtime(self):
         for libc in ("glibc", "musl"):
             with self.subTest(libc=libc):
