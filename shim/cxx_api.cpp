@@ -25,6 +25,7 @@
 #include <signal.h>
 
 #include "allocscope_core.h"
+#include "loaded_object.h"
 #include "observe.h"
 #include "peer_waits.h"
 #include "process_state.h"
@@ -147,11 +148,10 @@ void* direct_new_array_nothrow(size_t n, const void* nt) {
 }
 
 // Whether the process's own definition of `name` (the first in the search order) lies in the
-// object loaded at `here`.
-bool defined_at(const void* here, const char* name) {
-  Dl_info global;
+// object `here` (loaded_object.h).
+bool defined_at(uintptr_t here, const char* name) {
   void* f = dlsym(RTLD_DEFAULT, name);
-  return f && dladdr(f, &global) && global.dli_fbase == here;
+  return f && object_holding(f) == here;
 }
 
 // The next operators are libstdc++'s (they call malloc and free), and the ones they call in turn
@@ -159,11 +159,10 @@ bool defined_at(const void* here, const char* name) {
 bool libstdcxx_next(const char* path) {
   const char* base = __builtin_strrchr(path, '/');
   base = base ? base + 1 : path;
-  Dl_info mine;
-  if (__builtin_strncmp(base, "libstdc++.so", 12) != 0 || !dladdr(reinterpret_cast<void*>(&resolve_real_cxx), &mine))
-    return false;
-  return defined_at(mine.dli_fbase, "_Znwm") && defined_at(mine.dli_fbase, "_Znam") &&
-         defined_at(mine.dli_fbase, "_ZdlPv") && defined_at(mine.dli_fbase, "_ZdaPv");
+  const uintptr_t mine = object_holding(reinterpret_cast<const void*>(&resolve_real_cxx));
+  if (__builtin_strncmp(base, "libstdc++.so", 12) != 0 || mine == 0) return false;
+  return defined_at(mine, "_Znwm") && defined_at(mine, "_Znam") && defined_at(mine, "_ZdlPv") &&
+         defined_at(mine, "_ZdaPv");
 }
 
 }  // namespace
