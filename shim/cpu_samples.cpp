@@ -4,8 +4,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "function_range.h"
-
+#include "loaded_object.h"
 #include "lock_waits.h"
 #include "peer_waits.h"
 #include "process_state.h"
@@ -127,7 +126,8 @@ void learn_trylock_code() {
   g_trylock_code[1] = function_range(reinterpret_cast<const void*>(g_real_locks.rwlock_tryrdlock));
   g_trylock_code[2] = function_range(reinterpret_cast<const void*>(g_real_locks.rwlock_trywrlock));
   g_trylock_code[3] = function_range(reinterpret_cast<const void*>(g_real_locks.spin_trylock));
-  if (g_real_locks.mtx_trylock) g_trylock_code[4] = function_range(reinterpret_cast<const void*>(g_real_locks.mtx_trylock));
+  if (g_real_locks.mtx_trylock)
+    g_trylock_code[4] = function_range(reinterpret_cast<const void*>(g_real_locks.mtx_trylock));
 }
 
 void take_cpu_sample(uintptr_t pc) {

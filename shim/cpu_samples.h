@@ -11,8 +11,8 @@
 // holds' (peer_waits.h), told apart by si_code SI_TIMER — notes where the thread is: inside an
 // allocator call (recorder.h in_call_depth), inside the shim's own work (depth > 0), inside a
 // traced lock call that waits or an unlock (t_in_lock, t_unlocks_done: lock_waits.h), or inside a
-// real trylock (the interrupted address within its code: function_range.h), or elsewhere.  No lock, no allocation, no system call
-// in the handler.
+// real trylock (the interrupted address within its code: loaded_object.h), or elsewhere.  No lock,
+// no allocation, no system call in the handler.
 //
 // Only with lock tracing (ALLOCSCOPE_CPU_SAMPLES, default ALLOCSCOPE_LOCKS): a timer signal
 // interrupts the program now and then, as a profiler's does.  A thread has a timer only while it
