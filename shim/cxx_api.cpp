@@ -25,7 +25,6 @@
 #include <signal.h>
 
 #include "allocscope_core.h"
-#include "loaded_object.h"
 #include "observe.h"
 #include "peer_waits.h"
 #include "process_state.h"
@@ -130,39 +129,27 @@ void resolve_one(F& slot, unsigned index, F fallback) {
 // libstdc++'s operators, for the calls that get no memory from the real malloc.
 RealCxx g_libstdcxx;
 
+// A new or new[] (`libstdcxx` names which of libstdc++'s) served from the real malloc; the nothrow
+// forms pass their std::nothrow_t on.
+template <void* (*RealCxx::*libstdcxx)(size_t)>
 void* direct_new(size_t n) {
   void* p = g_real.malloc(n ? n : 1);
-  return p ? p : g_libstdcxx.nw(n);
+  return p ? p : (g_libstdcxx.*libstdcxx)(n);
 }
+template <void* (*RealCxx::*libstdcxx)(size_t, const void*)>
 void* direct_new_nothrow(size_t n, const void* nt) {
   void* p = g_real.malloc(n ? n : 1);
-  return p ? p : g_libstdcxx.nw_nothrow(n, nt);
-}
-void* direct_new_array(size_t n) {
-  void* p = g_real.malloc(n ? n : 1);
-  return p ? p : g_libstdcxx.na(n);
-}
-void* direct_new_array_nothrow(size_t n, const void* nt) {
-  void* p = g_real.malloc(n ? n : 1);
-  return p ? p : g_libstdcxx.na_nothrow(n, nt);
-}
-
-// Whether the process's own definition of `name` (the first in the search order) lies in the
-// object `here` (loaded_object.h).
-bool defined_at(uintptr_t here, const char* name) {
-  void* f = dlsym(RTLD_DEFAULT, name);
-  return f && object_holding(f) == here;
+  return p ? p : (g_libstdcxx.*libstdcxx)(n, nt);
 }
 
 // The next operators are libstdc++'s (they call malloc and free), and the ones they call in turn
-// (::operator new, delete and delete[]) are this library's, not the program's replacements.
+// (::operator new, new[], delete and delete[]) are the preload library's, not replacements the
+// program defines ahead of it (real_allocator.h defined_ahead, as the caveat of calls past the shim).
 bool libstdcxx_next(const char* path) {
   const char* base = __builtin_strrchr(path, '/');
   base = base ? base + 1 : path;
-  const uintptr_t mine = object_holding(reinterpret_cast<const void*>(&resolve_real_cxx));
-  if (__builtin_strncmp(base, "libstdc++.so", 12) != 0 || mine == 0) return false;
-  return defined_at(mine, "_Znwm") && defined_at(mine, "_Znam") && defined_at(mine, "_ZdlPv") &&
-         defined_at(mine, "_ZdaPv");
+  return __builtin_strncmp(base, "libstdc++.so", 12) == 0 && !defined_ahead("_Znwm") &&
+         !defined_ahead("_Znam") && !defined_ahead("_ZdlPv") && !defined_ahead("_ZdaPv");
 }
 
 }  // namespace
@@ -192,10 +179,10 @@ void resolve_real_cxx(const void*) {
   g_cxx_path = nw && dladdr(nw, &info) && info.dli_fname ? info.dli_fname : "";
   if (nw && libstdcxx_next(g_cxx_path)) {
     g_libstdcxx = r;
-    r.nw = direct_new;
-    r.nw_nothrow = direct_new_nothrow;
-    r.na = direct_new_array;
-    r.na_nothrow = direct_new_array_nothrow;
+    r.nw = direct_new<&RealCxx::nw>;
+    r.nw_nothrow = direct_new_nothrow<&RealCxx::nw_nothrow>;
+    r.na = direct_new<&RealCxx::na>;
+    r.na_nothrow = direct_new_nothrow<&RealCxx::na_nothrow>;
     r.dl = r.da = fallback_delete;
     r.dl_nothrow = r.da_nothrow = fallback_delete_nothrow;
     r.dl_sized = r.da_sized = fallback_delete_2;

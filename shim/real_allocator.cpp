@@ -145,18 +145,23 @@ bool resolve_real_allocator() {
 
 const char* real_allocator_path() { return g_path; }
 
+void* defined_ahead(const char* name) {
+  void* fn = dlsym(RTLD_DEFAULT, name);
+  if (!fn || &allocscope_preload_marker == nullptr) return fn;
+  return object_of(fn) == object_of(const_cast<char*>(&allocscope_preload_marker)) ? nullptr : fn;
+}
+
 size_t describe_shadowed_entries(char* out, size_t cap) {
   if (cap == 0) return 0;
   out[0] = '\0';
   if (&allocscope_preload_marker == nullptr) return 0;
-  const void* self = object_of(const_cast<char*>(&allocscope_preload_marker));
   static const char* const kEntries[][2] = {
       {"malloc", "malloc"}, {"free", "free"}, {"calloc", "calloc"}, {"realloc", "realloc"},
       {"_Znwm", "operator new"}, {"_ZdlPv", "operator delete"}};
   TextBuffer m(out, cap);
   for (const auto& e : kEntries) {
-    void* fn = dlsym(RTLD_DEFAULT, e[0]);
-    if (!fn || object_of(fn) == self) continue;
+    void* fn = defined_ahead(e[0]);
+    if (!fn) continue;
     Dl_info info;
     const char* where = dladdr(fn, &info) && info.dli_fname && *info.dli_fname
                             ? info.dli_fname
