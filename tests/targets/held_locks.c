@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "spin_clock.h"
+
 static pthread_rwlock_t table = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_mutex_t handoff = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t last = PTHREAD_MUTEX_INITIALIZER;
@@ -36,14 +38,6 @@ static int rounds = 50;
 static long hold_us = 300;
 static uint64_t rw_wait_ns, rw_calls;  /* under table */
 static uint64_t handoff_wait_ns, last_wait_ns;
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static volatile uint64_t sink;
 
 /* Returns once thread `tid` sleeps in a futex wait (at most 5 s). */
 static void until_asleep_in_futex(int tid) {
@@ -60,13 +54,6 @@ static void until_asleep_in_futex(int tid) {
     struct timespec nap = {0, 50000};
     nanosleep(&nap, NULL);
   }
-}
-
-__attribute__((noinline)) static void spin_us(long us) {
-  const uint64_t end = now_ns() + (uint64_t)us * 1000u;
-  uint64_t x = 0;
-  while (now_ns() < end) x++;
-  sink += x;
 }
 
 __attribute__((noinline)) static void wrlock_section(void) {

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "spin_clock.h"
+
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
@@ -29,21 +31,6 @@ static long hold_us = 200;
 static uint64_t shared_wait_ns = 0;  /* under shared_lock */
 static uint64_t shared_calls = 0;
 static uint64_t private_calls = 0;   /* under start_lock at the end */
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static volatile uint64_t sink;
-
-__attribute__((noinline)) static void spin_us(long us) {
-  const uint64_t end = now_ns() + (uint64_t)us * 1000u;
-  uint64_t x = 0;
-  while (now_ns() < end) x++;
-  sink += x;
-}
 
 __attribute__((noinline)) static void wait_for_start(void) {
   pthread_mutex_lock(&start_lock);

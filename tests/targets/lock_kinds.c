@@ -20,6 +20,8 @@
 #include <threads.h>
 #include <time.h>
 
+#include "spin_clock.h"
+
 static mtx_t c11_lock;
 static mtx_t gate_lock;
 static cnd_t gate_cond;
@@ -30,21 +32,6 @@ static int rounds = 100;
 static long hold_us = 100;
 static uint64_t c11_wait_ns = 0, c11_calls = 0;    /* under c11_lock */
 static uint64_t spin_wait_ns = 0, spin_calls = 0;  /* under spin_lock */
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static volatile uint64_t sink;
-
-__attribute__((noinline)) static void spin_us(long us) {
-  const uint64_t end = now_ns() + (uint64_t)us * 1000u;
-  uint64_t x = 0;
-  while (now_ns() < end) x++;
-  sink += x;
-}
 
 __attribute__((noinline)) static void c11_gate(void) {
   mtx_lock(&gate_lock);
