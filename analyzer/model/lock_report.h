@@ -1,18 +1,19 @@
 // lock_report.h — locks outside the allocator: the program's own contended pthread lock waits.
 //
 // A profile recorded with `record --locks` (format.h kModeLocks) holds, per thread, the waits on
-// the program's pthread mutexes, rwlocks, spin locks and condition variables (and C11's mutexes and
-// conditions) that did not get the lock at once, per (lock address, call site) — cumulative rows, the last of each thread counting
-// (profile.h lock_waits).  analyze_locks() adds them up per lock and per call site, symbolizes the
-// call sites (the return address of the call into pthread_*; a sampled stack gives its callers),
-// and relates the wait to the threads' time.  Definitions (docs/analysis.md):
+// the program's pthread mutexes, rwlocks, spin locks and condition variables (and C11's mutexes
+// and conditions) that did not get the lock at once, per (lock address, call site) — cumulative
+// rows, the last of each thread counting (profile.h lock_waits).  analyze_locks() adds them up per
+// lock and per call site, symbolizes the call sites (the return address of the call into
+// pthread_*; a sampled stack gives its callers), and relates the wait to the threads' time.  Definitions (docs/analysis.md):
 //   lock wait        time from a failed trylock to the return of the real lock call, summed over
-//                    mutexes, rwlocks and spin locks; the allocator's own locks are not in it (they are inside
-//                    allocator calls, and musl's and glibc's malloc locks never pass through these
-//                    symbols)
+//                    mutexes, rwlocks and spin locks; the allocator's own locks are not in it
+//                    (they are inside allocator calls, and musl's and glibc's malloc locks never
+//                    pass through these symbols)
 //   share            lock wait / thread time (the cost model's: the threads' lifetimes)
-//   condition wait   time in pthread_cond_wait / _timedwait / _clockwait, cnd_wait / cnd_timedwait: waiting for work or a signal by
-//                    design, so reported apart and never counted as contention
+//   condition wait   time in pthread_cond_wait / _timedwait / _clockwait, cnd_wait /
+//                    cnd_timedwait: waiting for work or a signal by design, so reported apart and
+//                    never counted as contention
 //   unlock           estimated time in pthread_mutex_unlock (where a contended lock pays its
 //                    wake-up system call): the sampled calls' time x all unlocks / timed unlocks,
 //                    per thread
