@@ -19,6 +19,8 @@ constexpr double kParallelAwakeBelow = 0.54; // … or its upper bound (2σ) bel
 constexpr double kAwakeSleptShare = 0.01;    // at most this share of the slow calls whose switches are known, …
 constexpr uint64_t kMinAwakeSlow = 100;      // … of at least this many: a lock whose waiters sleep in 5 % of
                                              // the slow calls (kSleptShare) shows none in 100 by a 0.6 % chance
+constexpr double kPreciseBelow = 0.535;      // … or, where no slow call slept, its upper bound (2σ) below this
+constexpr double kPreciseHalfWidth = 0.015;  // … measured to within this (2σ): slower by a hair, no more
 constexpr double kByAllocatingBelow = 0.55;  // … and the same over allocating or running neighbours, if measured, below this
 constexpr double kDisturbedBelow = 0.45;     // S's upper bound (2σ) below this: the reference is disturbed
 constexpr double kClassExcluded = 0.6;       // a class is clearly excluded: S_c - 3σ above this
@@ -41,7 +43,8 @@ constexpr uint64_t kMinProbes = 5;           // … and probes (peer_waits.h) th
 constexpr double kHeldAfterSleeper = 0.5;    // … the next allocation held up after a sleeper was seen (lower bound), or
 constexpr double kProbesSlept = 0.05;        // … allocations asleep inside the allocator (lower bound above this)
 constexpr uint64_t kMinCrowdedWaits = 50;    // … or this many sleepers seen by the looks outside the windows, …
-constexpr double kCrowdedShare = 0.2;        // … in at least this share of them (lower bound)
+constexpr double kCrowdedShare = 0.2;        // … in at least this share of them (lower bound), with the next
+constexpr double kCrowdedHeldAbove = 0.02;   // … allocation after a sleeper held up at least this often (lower bound)
 constexpr uint32_t kWordThreadsPerCpu = 8;   // with more busy threads per CPU, only the next allocation held up corroborates
 constexpr double kWordThreadsSd = 2;         // … from as many threads as one lock for all would leave, within this many σ (and two)
 constexpr double kWordThreadsShare = 0.9;    // … or this share of them
@@ -84,8 +87,13 @@ bool on_memory_map(const PeerWaitMeasure& p) {
 // 3-4 of 87-91 holds released and 15 of 60 probes asleep beside sizes twice apart: called
 // global_lock; the 29 lock runs of a 0.6 s matrix the holds and probes decide made their calls alone
 // in 0.02-1.74 µs at the median (musl's mixed sizes at 4 threads 1.74 µs; at 2 threads 0.45 µs,
-// with 1 % of them above 360 µs).
-bool long_alone(const ContentionInputs& in) { return in.alone_median_ns >= static_cast<double>(format::kHoldNs); }
+// with 1 % of them above 360 µs).  The line was once the hold's length (30 µs); the same glibc with
+// 200 KB-1 MB blocks made its calls alone in 24-27 µs at the median in other runs of 2 threads, and
+// one of them, recorded while other programs loaded the machine, was called global_lock by 6 of 53
+// probes asleep beside sizes twice apart.  A call that goes into the kernel on its own takes
+// microseconds; 10 µs at the median is far above any lock run of the matrices (all below 3 µs).
+constexpr double kSyscallAloneNs = 10000;
+bool long_alone(const ContentionInputs& in) { return in.alone_median_ns >= kSyscallAloneNs; }
 
 // U of one class: met calls slower than alone calls, ties half, from the two histograms (calls
 // in one bin count as equally long: exact below 1024 ticks, 3 % wide above).
@@ -275,8 +283,21 @@ Rule by_shared_word(const ContentionInputs& in) {
   // tcmalloc's page heap under blocks of 0.3-2 MiB at 8 and 16 threads, 15 and 18 sleepers in 413
   // and 415 looks; scudo's batch-class lock, which every refill and drain takes, 8 % of the looks
   // under the stress harness at 16 threads (docs/analysis.md).
+  // And only where met allocations were too few to measure or clearly slower (S's lower bound above
+  // kCorroborateAbove): a CPU hog crowds a lock that only some calls take as well, its holders
+  // preempted while the others pile up behind them — a refill lock behind thread caches
+  // (libcache_alloc.so, one mutex that a refill or drain of 32 blocks takes) under the stress harness
+  // at 8 threads beside two busy loops gathered 172-432 sleepers in 36-51 % of the looks in 5 runs of
+  // 6, while its met allocations read S 0.50-0.55 with lower bounds 0.47-0.50 (148-2,003 met calls)
+  // and the next allocation after a sleeper was held up 0-2 times of 63-151; the global locks that
+  // this decides read S 0.63-0.91 over hundreds of met calls where it was measured.  Nor where the
+  // next allocation after a sleeper was held up clearly less often than one in fifty (Wilson's lower
+  // bound): the refill lock's, 0-2 times of 63-151, and in a run whose met allocations were too few
+  // to measure, 0 of 106; the global locks' 12-28 of 73-226 at the least (lower bounds 0.03 and up).
   const bool crowded = in.cpus > 0 && p.top_waits_outside >= kMinCrowdedWaits &&
-                       wilson_low(p.top_waits_outside, p.outside_looks) >= kCrowdedShare;
+                       wilson_low(p.top_waits_outside, p.outside_looks) >= kCrowdedShare &&
+                       (!s.value || s.low() > kCorroborateAbove) &&
+                       wilson_low(p.probes_after_sleeper_held, p.probes_after_sleeper) >= kCrowdedHeldAbove;
   // With many threads per CPU, only the next allocation held up says it.  There a lock on a path
   // that every size class takes now and then gathers the threads as one lock for all does: scudo's
   // batch-class lock, which its refills and drains take, held 362 of 370 sleepers seen, of 113 of
@@ -466,8 +487,19 @@ Decision by_parallel_calls(const ContentionInputs& in) {
   const double se = std::max(1e-9, s.se);
   const bool awake = in.switches_recorded && in.rusage_blocked == 0 && in.slow_switched >= kMinAwakeSlow &&
                      static_cast<double>(in.slow_slept) <= kAwakeSleptShare * static_cast<double>(in.slow_switched);
-  const double parallel_below = awake ? kParallelAwakeBelow : kParallelBelow;
-  const bool no_slower = awake ? s.high() < kParallelAwakeBelow : *s.value + 3 * se < kParallelBelow;
+  // Met calls slower by a hair, measured closely, where no slow call slept: calls that run side by
+  // side on one core's two hardware threads, or beside a thread that shares their cache lines,
+  // take a little longer than calls made alone — lock-free allocators under the stress harness read
+  // S 0.51-0.53 (bounds ±0.005-0.01) at 4-16 threads.  This widens no gap the strict rule leaves: a
+  // global spin lock's met calls can read 0.50 (under mixed sizes at two threads), and the holds and
+  // probes below tell it, as before.  Not where a slow call slept: a sleeping lock's handovers may
+  // leave met calls little slower (musl's producer/consumer once read 0.49, bounds 0.46-0.52, with
+  // no sleep among few slow calls; bounds that wide are not close enough for this).
+  const bool precise = in.switches_recorded && in.rusage_blocked == 0 && in.slow_slept == 0 &&
+                       2 * se <= kPreciseHalfWidth && s.high() < kPreciseBelow;
+  const bool strict = *s.value + 3 * se < kParallelBelow;
+  const double parallel_below = awake ? kParallelAwakeBelow : strict || !precise ? kParallelBelow : kPreciseBelow;
+  const bool no_slower = awake ? s.high() < kParallelAwakeBelow : strict || precise;
   const bool parallel = q.low() > kTurnsBelow && no_slower && (!b.value || b.high() < kByAllocatingBelow) &&
                         (!r.value || r.high() < kByAllocatingBelow);
   if (!parallel) return Decision{ContentionKind::Unsure, ContentionReason::Ambiguous, 0};

@@ -149,6 +149,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
     if (pp.inside == 0 && !pp.unknown) {
       ++m.probes_unmet;
       m.probes_unmet_held += held;
+      m.probes_unmet_slept += slept;
     }
     if (bucket >= kSizeBuckets || pp.inside == 0 || pp.unknown || pp.min_bucket > pp.max_bucket) continue;
     const uint32_t own = size_group(bucket_lo(bucket)), lo = size_group(bucket_lo(pp.min_bucket)),

@@ -75,6 +75,9 @@ struct PeerWaitMeasure {
   // kMinThreadProbes such probes or more, how many, and how many of them were held up more often
   // than unmet probes could be (above the upper end of Wilson's interval of the unmet share).
   uint64_t probes_unmet = 0, probes_unmet_held = 0;
+  // … of the unmet probes, those that slept: what sleeps inside the allocator with nobody else
+  // inside (the kernel's map lock, taken by another thread's page faults outside the allocator).
+  uint64_t probes_unmet_slept = 0;
   uint64_t probes_apart_low = 0, probes_apart_low_held = 0;
   uint32_t probes_apart_low_threads = 0, probes_apart_low_held_threads = 0;
   // Probes without a look (format.h kPeerNoLook), counted in `probes` too.

@@ -94,11 +94,11 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  "between the looks) while every other thread inside a call was in an allocation of a size at least twice apart, "
                                  "the share that slept inside the allocator ({} asleep, in {} threads, {} of them beside "
                                  "sizes on either side of the median request; {} probes in all, {} of them between the "
-                                 "looks, {} asleep; a lock per size class leaves none asleep, one lock for every call "
-                                 "does)",
+                                 "looks, {} asleep; {} of the {} made while no other thread was inside a call asleep; "
+                                 "a lock per size class leaves none asleep, one lock for every call does)",
                                  in.peers.probes_apart, in.peers.probes_apart_slept, in.peers.probes_apart_slept_threads,
                                  in.peers.probes_apart_slept_across_median, in.peers.probes, in.peers.probes_alone,
-                                 in.peers.probes_slept)});
+                                 in.peers.probes_slept, in.peers.probes_unmet_slept, in.peers.probes_unmet)});
   }
   if (in.peers.holds > 0) {
     const PeerWaitMeasure& p = in.peers;
