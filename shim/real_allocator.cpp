@@ -148,7 +148,11 @@ const char* real_allocator_path() { return g_path; }
 void* defined_ahead(const char* name) {
   void* fn = dlsym(RTLD_DEFAULT, name);
   if (!fn || &allocscope_preload_marker == nullptr) return fn;
-  return object_of(fn) == object_of(const_cast<char*>(&allocscope_preload_marker)) ? nullptr : fn;
+  const void* shim = &allocscope_preload_marker;
+  if (object_of(fn) == object_of(const_cast<void*>(shim))) return nullptr;
+  // dlsym also answers an executable's undefined entry that carries a canonical address (a non-PIE
+  // program that takes malloc's address): its calls go through its PLT to the definition after it.
+  return const_cast<void*>(definition_ahead_of(fn, name, shim));
 }
 
 size_t describe_shadowed_entries(char* out, size_t cap) {

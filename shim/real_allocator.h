@@ -78,7 +78,9 @@ void resolve_real_cxx(const void* malloc_object);
 // in a process that links the recorder directly (the core tests).
 size_t describe_shadowed_entries(char* out, size_t cap);
 // The process's own definition of `name` (the first in the search order) where it is not the
-// preload library's — the program's, say, or a library's ahead of it — else null.  In a process
+// preload library's — the program's, say, or a library's ahead of it — else null.  An object that
+// only imports `name` does not define it, though dlsym answers the canonical address a non-PIE
+// executable gives what it imports and takes the address of (loaded_object.h).  In a process
 // that links the recorder directly (the core tests) any definition counts as not its own.
 void* defined_ahead(const char* name);
 // The object that defines the next operator new ("" when there is none), valid after resolution.

@@ -150,6 +150,23 @@ class CxxOperators(E2ETestCase):
                                       text=True)
                 self.assertIn("malloc is defined by", proc.stdout)
 
+    def test_an_imported_malloc_whose_address_is_taken_is_not_a_caveat(self):
+        """malloc_address is not position-independent and takes the addresses of malloc and free:
+        dlsym finds their PLT stubs in the executable, which only imports them.  Its calls reach
+        the shim: they are counted, and nothing is said of calls past it."""
+        for libc in ("glibc", "musl"):
+            with self.subTest(libc=libc):
+                run = self.record([target(f"malloc_address-{libc}")], out=f"address-{libc}.asp")
+                self.assertEqual(run.rc, 0, run.stdout + run.stderr)
+                self.assertIn("ok", run.stdout)
+                self.assertNotIn("ahead of the shim", run.stderr)
+                j = self.dump(run.profiles[0])
+                totals = {op: v["calls"] for op, v in j["totals"].items()}
+                self.assertEqual(totals.get("malloc"), 2000)
+                self.assertEqual(totals.get("free"), 2000)
+                r = self.report_json(run.profiles[0])
+                self.assertFalse([c for c in r["model"]["caveats"] if "not recorded" in c])
+
     def test_no_caveat_when_the_shim_comes_first(self):
         run = self.record([target("cxx_ops-glibc"), "1", "64"], out="first.asp")
         self.assertEqual(run.rc, 0, run.stderr)
