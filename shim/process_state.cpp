@@ -427,8 +427,12 @@ int initialise() {
     say_once(6, line);
   }
   if (g_sampling.stack_every || lock_stacks_wanted()) {
+    // Loading libunwind allocates (the loader's own malloc calls, libunwind's and liblzma's
+    // constructors): the shim's calls, not the program's.
+    t_ctx.depth++;
     stack_walk_init(dlsym(RTLD_DEFAULT, "gnu_get_libc_version") != nullptr);
     write_modules();
+    t_ctx.depth--;
   }
   return kModeActive;
 }

@@ -32,6 +32,24 @@ class LockWaits(E2ETestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return proc.stdout
 
+    def test_lock_tracing_adds_no_call_of_its_own(self):
+        """--locks loads libunwind for the waits' stacks when the process starts; the loader's and
+        libunwind's allocations are the shim's, not the program's (they were counted once: 8 mallocs,
+        4 callocs and a free more than the program made)."""
+        for libc in LIBCS:
+            with self.subTest(libc=libc):
+                totals = {}
+                for locks in (False, True):
+                    path = os.path.join(self.dir, f"own-{libc}-{locks}.asp")
+                    cmd = [CLI, "record", "-o", path] + (["--locks"] if locks else []) + \
+                        ["--", target(f"malloc_address-{libc}")]
+                    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300)
+                    self.assertEqual(proc.returncode, 0, proc.stderr)
+                    j = json.loads(self.cli("dump", "--json", path))
+                    totals[locks] = {op: v["calls"] for op, v in j["totals"].items() if v["calls"]}
+                self.assertEqual(totals[True], totals[False])
+                self.assertEqual(totals[False].get("malloc"), 2000)
+
     def test_the_contended_mutex_is_named_by_its_call_site_with_its_wait(self):
         for libc in LIBCS:
             with self.subTest(libc=libc):
