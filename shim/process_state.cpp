@@ -346,7 +346,7 @@ bool write_calibration_chunk() {
                  (g_sampling.outside_gap ? format::kModePeerLooksOutside | format::kModePeerProbes : 0) |
                  (g_sampling.hold_ticks ? format::kModeHolds : 0) |
                  (g_sampling.fault_ticks ? format::kModeFaults : 0) |
-                 (g_cpu_samples ? format::kModeCpuSamples : 0);
+                 (g_cpu_samples ? format::kModeCpuSamples : 0) | format::kModeRusageSinceObserved;
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(
@@ -369,6 +369,10 @@ int initialise() {
   const uint64_t start_tick = ticks();
   g_ps->pid = sys::getpid();
   g_ps->start_tick = start_tick;
+  // This thread is observed from here on (format.h kModeRusageSinceObserved): its rusage is
+  // counted from this reading, taken after start_tick, so that its CPU time lies inside its life.
+  read_thread_rusage(g_ps->start_rusage);
+  __atomic_store_n(&g_ps->start_tid, sys::gettid(), __ATOMIC_RELEASE);
 
   char exe[4096];
   long n = sys::readlink("/proc/self/exe", exe, sizeof exe - 1);

@@ -30,6 +30,12 @@ struct ProcessState {
   std::atomic<uint64_t> write_errors;
   std::atomic<int> write_warned;
   uint64_t start_tick;
+  // The thread that started the profile (initialise) is observed from start_tick on, whenever its
+  // first allocator call comes: its slot takes start_tick and this reading of its rusage (read right
+  // after start_tick) once (start_taken), when that thread first gets one (slot_registry.cpp).
+  format::Rusage start_rusage;
+  int start_tid;                         // 0 until start_tick and start_rusage are set
+  std::atomic<int> start_taken;
   uint64_t file_dev, file_ino;           // the profile's identity: the program may close fd and reuse it
   std::atomic<uint64_t> bytes_reserved;  // bytes appended or being appended (RLIMIT_FSIZE)
   char path[4096];

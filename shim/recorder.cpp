@@ -81,6 +81,16 @@ void read_thread_rusage(format::Rusage& out) {
   out.nivcsw = static_cast<uint64_t>(ru.nivcsw);
 }
 
+format::Rusage rusage_since(const format::Rusage& now, const format::Rusage& base) {
+  constexpr uint64_t kNone = ~uint64_t{0};
+  const auto since = [](uint64_t a, uint64_t b) {
+    return a == kNone || b == kNone ? kNone : a > b ? a - b : 0;  // never below the reading
+  };
+  return format::Rusage{since(now.utime_us, base.utime_us), since(now.stime_us, base.stime_us),
+                        since(now.minflt, base.minflt),     since(now.majflt, base.majflt),
+                        since(now.nvcsw, base.nvcsw),       since(now.nivcsw, base.nivcsw)};
+}
+
 namespace {
 
 Slot* attach_thread(ThreadCtx& t) {

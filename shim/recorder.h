@@ -177,6 +177,8 @@ __attribute__((always_inline)) inline void record_untimed(Slot* s, const CallInf
     trace_flush_due(s);
 }
 void read_thread_rusage(format::Rusage& out);
+// `now` - `base`, field by field: unavailable (all ones) where either is.
+format::Rusage rusage_since(const format::Rusage& now, const format::Rusage& base);
 
 inline Slot* enter() {
   ThreadCtx& t = t_ctx;

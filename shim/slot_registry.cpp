@@ -41,7 +41,17 @@ void start_slot(Slot* s, int tid) {
   store_shared(h.seq, 0u);
   h.n_latency_rows = 0;
   const uint64_t now = ticks();
+  // The thread is observed from here on: its rusage counts from this reading, taken after `now`,
+  // so that the CPU time of its snapshots lies inside its lifetime (a fork child's thread reads
+  // its own counts, which the kernel started anew).  The thread that started the profile is
+  // observed from the start, whenever its first call comes (process_state.h start_tid).
+  read_thread_rusage(h.rusage_base);
   h.first_tick = now;
+  if (tid == __atomic_load_n(&g_ps->start_tid, __ATOMIC_ACQUIRE) &&
+      g_ps->start_taken.exchange(1, std::memory_order_relaxed) == 0) {
+    h.first_tick = g_ps->start_tick;
+    h.rusage_base = g_ps->start_rusage;
+  }
   store_shared(h.last_tick, now);
   store_shared(h.last_flush_tick, now);
   store_shared(h.calls_at_flush, uint64_t{0});
@@ -311,7 +321,11 @@ bool flush_held(Slot* s, format::ThreadState state) {
             sys::getpid() == g_ps->pid;
   if (ok) {
     const bool owner = t_ctx.slot == s;
-    if (owner) read_thread_rusage(s->h.rusage);  // getrusage only sees the caller
+    if (owner) {  // getrusage only sees the caller
+      format::Rusage now;
+      read_thread_rusage(now);
+      s->h.rusage = rusage_since(now, s->h.rusage_base);
+    }
     const uint64_t calls = count_calls(s);
     ok = write_pending_stacks(s) && write_events(s) && write_trace(s, owner) &&
          write_stats(s, state) && write_lock_waits(s) && write_cpu_samples(s) && write_peer_waits(s);
@@ -360,7 +374,11 @@ void flush_all_slots(format::ThreadState state) {
     const uint32_t st = s->h.state.load(std::memory_order_acquire);
     // Nothing of a slot being started (a free one taken without the flag: start_slot) is read.
     const bool live = st == kSlotOwned || st == kSlotExited;
-    const bool pending = live && (load_shared(s->h.seq) == 0 || unwritten(s));
+    // At the end of the image every thread still alive gets a last snapshot, news or not: its
+    // lifetime runs to here (a thread whose calls all came early would otherwise end at its last
+    // snapshot, and the exiting thread's rusage would be that snapshot's).
+    const bool ending = state == format::ThreadState::ProcessExit && st == kSlotOwned;
+    const bool pending = live && (ending || load_shared(s->h.seq) == 0 || unwritten(s));
     if (pending) flush_held(s, st == kSlotOwned ? state : format::ThreadState::Exited);
     s->h.flushing.store(0, std::memory_order_release);
   }

@@ -84,7 +84,8 @@ struct SlotHeader {
   uint64_t first_tick, last_tick, last_flush_tick;
   uint64_t calls_at_flush;     // sum of all counters at the last flush
   uint64_t events_written, events_dropped, reentrant_calls;
-  format::Rusage rusage;       // as of the owner's last flush
+  format::Rusage rusage;       // as of the owner's last flush, since rusage_base
+  format::Rusage rusage_base;  // the thread's rusage when the slot started observing it
   Ring<format::Event> ring;
   TraceState trace;
   StackState stacks;

@@ -92,7 +92,7 @@ struct ClassRow {
 struct ThreadRow {
   uint32_t serial = 0, tid = 0;
   format::ThreadState state = format::ThreadState::Running;
-  double lifetime_ns = 0;        // first allocator call to the last snapshot (exit)
+  double lifetime_ns = 0;        // first observed moment to the last snapshot (exit): active_ticks()
   uint64_t calls = 0, timed = 0;
   bool busy = false;             // busy_thread() below: the threads a verdict counts and a diff measures
   double time_ns = 0, error_ns = 0;
@@ -195,6 +195,9 @@ struct CostReport {
   ReportGrouping by = ReportGrouping::Class;
   bool complete = false;
   bool trace = false;                // the profile holds a trace (record --trace)
+  // The threads' rusage counts from when the shim began to observe them (format.h
+  // kModeRusageSinceObserved); false: from the threads' own start (profiles written before).
+  bool rusage_since_observed = false;
   std::optional<double> wall_ns;
   uint32_t threads = 0;
   uint64_t calls = 0, timed = 0;

@@ -430,6 +430,7 @@ CostReport describe_profile(const Profile& profile, const ClassGrid& grid, Repor
   r.by = by;
   r.complete = profile.complete();
   r.trace = profile.trace_mode() && !profile.trace_chunks.empty();
+  r.rusage_since_observed = cal && (cal->mode_flags & format::kModeRusageSinceObserved);
   if (const auto wall = profile.wall_ns()) r.wall_ns = static_cast<double>(*wall);
   r.threads = static_cast<uint32_t>(profile.threads_seen());
   r.sample_every = cal ? cal->sample_every : 0;

@@ -1,8 +1,9 @@
 // thread_profile.h — one thread's statistics: the winning (latest complete) snapshot.
 //
-// Every number is cumulative from the thread's first allocator call up to snapshot_tick.  Ticks
-// are in the profile's clock (Profile::clock converts them).  Rusage fields equal to
-// kRusageUnavailable could not be read by the shim.
+// Every number is cumulative from the thread's first observed moment (first_tick) up to
+// snapshot_tick; its rusage too with format.h kModeRusageSinceObserved (before: from the thread's
+// own start).  Ticks are in the profile's clock (Profile::clock converts them).  Rusage fields
+// equal to kRusageUnavailable could not be read by the shim.
 #pragma once
 #include <cstdint>
 
@@ -31,7 +32,9 @@ struct ThreadProfile {
 
   OpTable totals_by_op() const;
   Counters total() const;
-  // Ticks from the first allocator call to the snapshot (thread exit for exited threads).
+  // The thread's lifetime: ticks from its first observed moment (first_tick: its first allocator
+  // call, or the start of the profile for the thread that started it, format.h) to the snapshot
+  // (its exit, or the end of the image for the threads alive then).  The one definition of it.
   uint64_t active_ticks() const { return snapshot_tick > first_tick ? snapshot_tick - first_tick : 0; }
 };
 

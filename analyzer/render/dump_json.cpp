@@ -19,7 +19,7 @@
 //  "snapshots": {"incomplete","stale"}, "skipped_chunks", "notes": [],
 //  "trace": {"records","chunks","by_thread":[{"serial","records","chunks"}]},
 //  "stacks": {"distinct","ids"}, "modules": [{"path","load_bias","start","end"}]}
-// The calibration also says "trace", "stacks", "locks", "peer_waits", "peer_looks_outside_windows" and "peer_probes_between_looks" and "holds" (mode_flags), "peer_looks", "peer_looks_outside", "peer_probes_alone", "hold_calls", "hold_calls_released", "fault_reads", "stack_every", "stack_slow_ticks",
+// The calibration also says "trace", "stacks", "locks", "peer_waits", "peer_looks_outside_windows" and "peer_probes_between_looks" and "holds" (mode_flags), "peer_looks", "peer_looks_outside", "peer_probes_alone", "hold_calls", "hold_calls_released", "fault_reads", "rusage_since_observed", "stack_every", "stack_slow_ticks",
 // and where the timing windows fall: "window_phase" (kModeWindowPhase: at an offset per period
 // drawn from "window_seed"; false: at the start of each period), and "cxx_operators"
 // (kModeCxxOperators: the shim counted the C++ operators as new, new[], delete, delete[]).
@@ -126,6 +126,7 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   w.field("holds", (c.mode_flags & format::kModeHolds) != 0);
   w.field("hold_calls", looks.holds).field("hold_calls_released", looks.holds_released);
   w.field("fault_reads", (c.mode_flags & format::kModeFaults) != 0);
+  w.field("rusage_since_observed", (c.mode_flags & format::kModeRusageSinceObserved) != 0);
   w.end_object();
 }
 

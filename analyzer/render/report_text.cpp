@@ -210,7 +210,9 @@ std::string contention_section(const CostReport& r) {
                      cpu_time(t.rusage), rusage_count(t.rusage.nvcsw), rusage_count(t.rusage.nivcsw),
                      rusage_count(t.rusage.minflt)});
   }
-  if (!threads.empty()) body += "\n  Per thread (cpu, switches and faults over the whole thread):\n" + threads.render();
+  if (!threads.empty())
+    body += fmt::format("\n  Per thread (cpu, switches and faults over {}):\n",
+                        r.rusage_since_observed ? "its lifetime" : "the whole thread") + threads.render();
   return section("Contention", body);
 }
 

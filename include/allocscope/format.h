@@ -151,6 +151,15 @@ constexpr uint64_t kModeFaults = 1u << 11;
 // thread is — inside an allocator call, inside the shim, inside one of the program's pthread lock
 // calls (lock tracing), or elsewhere.  Without the flag a profile says nothing of where CPU time went.
 constexpr uint64_t kModeCpuSamples = 1u << 12;
+// A thread's figures run from the moment the shim began to observe it: the Rusage of its
+// ThreadStats is the difference from a reading taken then (at its first allocator call; for the
+// thread that started the profile, at the shim's start-up, whose tick ProcessInfo::start_tick is
+// then its first_tick, whenever its first call comes), and every thread alive at the end of the
+// image has a snapshot taken then (state ProcessExit).  Without the flag (profiles written before),
+// Rusage counted from the thread's own start (the dynamic loader's start-up, and a program exec'd
+// from a wrapper carried the wrapper's CPU time), the starting thread's first_tick was its first
+// allocator call, and a thread with nothing new since its last snapshot kept that one at the end.
+constexpr uint64_t kModeRusageSinceObserved = 1u << 13;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -180,7 +189,9 @@ static_assert(sizeof(Calibration) == 16 + 8 * 5 + 8 * 6 + 32);
 enum class ThreadState : uint8_t { Running = 1, Exited = 2, ProcessExit = 3 };
 constexpr uint16_t kLastPart = 0x8000;
 
-// Thread resource usage, from getrusage(RUSAGE_THREAD), cumulative since the thread started.
+// Thread resource usage, from getrusage(RUSAGE_THREAD): with kModeRusageSinceObserved, cumulative
+// since the shim began to observe the thread (the reading then subtracted); before, since the
+// thread started.
 struct Rusage {
   uint64_t utime_us, stime_us, minflt, majflt, nvcsw, nivcsw;
 };
@@ -193,7 +204,9 @@ struct ThreadStatsHeader {
   uint16_t part;            // index of this chunk in the snapshot; | kLastPart on the last one
   uint8_t state;            // ThreadState
   uint8_t reserved0;
-  uint64_t first_tick;      // first allocator call seen on the thread
+  uint64_t first_tick;      // first allocator call seen on the thread (kModeRusageSinceObserved: the
+                            // start of the profile for the thread that started it; kModeLocks: or
+                            // the start of an earlier lock wait or timed unlock)
   uint64_t snapshot_tick;
   uint64_t snapshot_mono_ns;
   uint64_t last_tick;       // last allocator call seen on the thread
