@@ -89,7 +89,11 @@ class WindowPhase(E2ETestCase):
         window_ns = (1 << c["window_shift"]) / 8 / c["tick_hz"] * 1e9
         self.assertGreater(window_ns / 4, 10_000, c)
         j = self.cli_json("report", "--json", run.profiles[0])
-        self.assertAlmostEqual(j["model"]["window_trim_ns"], 5_000, delta=50)
+        # The gap is set in ticks from the clock rate the shim measures as it starts (a spin of
+        # 50 µs); the analyzer reads it in ns with the rate refined over the whole run.  On a loaded
+        # machine the two have differed by 1.3 % (4,933 ns): 3 % still tells 5 µs from a quarter
+        # of the window (15 µs).
+        self.assertAlmostEqual(j["model"]["window_trim_ns"], 5_000, delta=150)
 
 
 if __name__ == "__main__":
