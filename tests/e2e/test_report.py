@@ -66,7 +66,9 @@ class Split(ReportTestCase):
             self.assertNotIn("of thread time.", text)
         elif dominant == "slow":
             self.assertIn("preemption", text)
-            self.assertNotIn("met another thread inside", text)
+            # No claim that meeting another thread slows calls; saying they were not clearly slower
+            # (a contention verdict that cannot tell) is no such claim.
+            self.assertNotRegex(text, r"met another thread inside (were|was) slower")
             self.assertNotEqual(j["contention"]["verdict"], "global_lock", text)
         else:
             self.assertIn("the fast path dominates", text)
