@@ -425,8 +425,16 @@ bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t 
     // Dated when sent: the reads above may have taken this thread off its CPU for a while.
     sent = ticks();
     uint64_t none = 0;  // one request at a time per thread: one pending signal at most
-    if (!peer->h.hold_request.compare_exchange_strong(none, sent, std::memory_order_acq_rel)) continue;
+    if (!peer->h.hold_request.compare_exchange_strong(none, sent, std::memory_order_seq_cst)) continue;
     g_holds_in_flight.fetch_add(1, std::memory_order_acq_rel);
+    // The peer is about to block the signal (refuse_holds): its SigBlk line above was read before.
+    // Its flag and this request are each written before the other is read (sequentially
+    // consistent): one of the two threads sees the other's.
+    if (peer->h.holds_refused.load(std::memory_order_seq_cst) != 0) {
+      if (peer->h.hold_request.exchange(0, std::memory_order_acq_rel) != 0)
+        g_holds_in_flight.fetch_sub(1, std::memory_order_release);
+      continue;
+    }
     peer->h.hold_start.store(0, std::memory_order_relaxed);
     peer->h.hold_end.store(0, std::memory_order_relaxed);
     // The program may be installing a handler of its own on the signal (program_takes_signal).
@@ -489,6 +497,30 @@ void program_takes_signal(int sig) {
     sys::sched_yield();
     now = mono_ns();
   }
+}
+
+void refuse_holds() {
+  Slot* s = t_ctx.slot;
+  if (!s) return;
+  s->h.holds_refused.store(1, std::memory_order_seq_cst);
+  if (s->h.hold_request.load(std::memory_order_seq_cst) == 0) return;
+  // A request sent before: its signal lands at this thread's next return from the kernel, and the
+  // handler takes the request.  One whose sender has not sent it yet is sent or withdrawn within
+  // microseconds, or when the sender runs again (20 ms at most here: the mask then goes on, and a
+  // signal that comes after it is dropped once the mask is in place).
+  const uint64_t start = mono_ns();
+  while (s->h.hold_request.load(std::memory_order_acquire) != 0 && mono_ns() - start < 20000000) sys::sched_yield();
+}
+
+void holds_blocked() {
+  drop_pending_hold_signal();
+  Slot* s = t_ctx.slot;
+  if (s && s->h.hold_request.exchange(0, std::memory_order_acq_rel) != 0)  // its signal dropped, or never to come
+    g_holds_in_flight.fetch_sub(1, std::memory_order_release);
+}
+
+void accept_holds() {
+  if (Slot* s = t_ctx.slot) s->h.holds_refused.store(0, std::memory_order_release);
 }
 
 void drop_pending_hold_signal() {

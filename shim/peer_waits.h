@@ -75,6 +75,15 @@ void program_takes_signal(int sig);
 // Before an exec: consumes a hold signal still pending on this thread (it blocked the signal after
 // it was sent), which would otherwise reach the next program, where it has no handler.
 void drop_pending_hold_signal();
+// Before this thread blocks the holds' signal: no request is sent to it from now on, and one sent
+// before lands first (its handler runs while the signal still gets through).  Otherwise a request
+// whose sender read the thread's mask just before would stay pending behind it, where the program
+// would find it (sigpending, or a wait on every signal).  After it lets the signal through again:
+// requests may come.
+void refuse_holds();
+// Once the mask blocks it: a signal that came all the same is dropped, its request withdrawn.
+void holds_blocked();
+void accept_holds();
 // Keeps a pending look without its probe (the call failed or threw).
 void drop_probe();
 inline bool outside_turn_due(uint64_t now) {

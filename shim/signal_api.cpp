@@ -55,6 +55,12 @@ void drop_signal(sigset_t& s, int sig) {
   __builtin_memcpy(&s, &w, sizeof w);
 }
 
+// Whether a change of a thread's signal mask blocks the shim's signal.
+bool blocks_ours(int how, const void* set) {
+  const int sig = hold_signal_chosen();
+  return sig > 0 && how != SIG_UNBLOCK && has_signal(*static_cast<const sigset_t*>(set), sig);
+}
+
 // After a thread's signal mask changed: whether it now blocks the shim's signal, if that changed.
 void mask_changed(int how, const void* set) {
   const int sig = hold_signal_chosen();
@@ -62,8 +68,28 @@ void mask_changed(int how, const void* set) {
   const bool named = has_signal(*static_cast<const sigset_t*>(set), sig);
   if (!named && how != SIG_SETMASK) return;
   const int saved = errno;
-  cpu_samples_blocked(named && how != SIG_UNBLOCK);
+  const bool blocked = named && how != SIG_UNBLOCK;
+  cpu_samples_blocked(blocked);
+  if (blocked) holds_blocked();
+  else accept_holds();
   errno = saved;
+}
+
+// Calls `change` (the next pthread_sigmask or sigprocmask) so that no hold request is sent to this
+// thread while it blocks the shim's signal, nor left pending behind the new mask (refuse_holds).
+template <class Change>
+int change_mask(int how, const void* set, Change change) {
+  const bool blocks = set && blocks_ours(how, set);
+  if (blocks) {
+    const int saved = errno;
+    refuse_holds();
+    errno = saved;
+  }
+  const int r = change();
+  const bool changed = r == 0;
+  if (changed && set) mask_changed(how, set);
+  else if (blocks) accept_holds();  // the mask did not change
+  return r;
 }
 
 // The set a program waits on with sigwait or reads with signalfd, as passed on.  A set that holds
@@ -109,9 +135,7 @@ sighandler_t allocscope_signal(int sig, sighandler_t handler) {
 int allocscope_pthread_sigmask(int how, const void* set, void* old) {
   const SigmaskFn f = next_definition(g_next_pthread_sigmask, "pthread_sigmask");
   if (!f) return ENOSYS;
-  const int r = f(how, static_cast<const sigset_t*>(set), static_cast<sigset_t*>(old));
-  if (r == 0 && set) mask_changed(how, set);
-  return r;
+  return change_mask(how, set, [&] { return f(how, static_cast<const sigset_t*>(set), static_cast<sigset_t*>(old)); });
 }
 
 int allocscope_sigprocmask(int how, const void* set, void* old) {
@@ -120,9 +144,7 @@ int allocscope_sigprocmask(int how, const void* set, void* old) {
     errno = ENOSYS;
     return -1;
   }
-  const int r = f(how, static_cast<const sigset_t*>(set), static_cast<sigset_t*>(old));
-  if (r == 0 && set) mask_changed(how, set);
-  return r;
+  return change_mask(how, set, [&] { return f(how, static_cast<const sigset_t*>(set), static_cast<sigset_t*>(old)); });
 }
 
 int allocscope_sigwait(const void* set, int* sig) {

@@ -104,6 +104,9 @@ struct SlotHeader {
   // gate word (recorder.h in_call_depth) it interrupted.
   std::atomic<uint64_t> hold_request;
   std::atomic<uint64_t> hold_start, hold_end, hold_gate;
+  // 1 from just before the owner blocks the holds' signal until it lets it through again
+  // (peer_waits.h refuse_holds): a request made meanwhile is withdrawn, never sent.
+  std::atomic<uint32_t> holds_refused;
   // CPU samples (cpu_samples.h): the thread's timer, and where its signal handler found the thread,
   // counted by the handler on the owner's own thread (format.h CpuSamples).
   int32_t cpu_timer;
