@@ -261,19 +261,42 @@ bool look_at_one(Slot* const* peers, const uint64_t* addrs, uint32_t m, uint64_t
 
 namespace {
 
-// How long a requester waits for the held threads to stop, in holds (8 x 30 µs): a signal reaches
-// a thread that sleeps, or waits for a CPU, only when it runs again.  A request older than that has
-// lapsed.
-constexpr uint64_t kHoldAckWait = 8;
+// How long a requester waits for the held threads to stop, in holds (2 x 30 µs): a signal reaches
+// a thread on a CPU within microseconds, one that waits for a CPU only when it runs again.  A
+// request older than that has lapsed.
+constexpr uint64_t kHoldAckWait = 2;
+
 
 // The signal that holds a thread (0: not chosen yet, -1: none could be had), and the handler.
 std::atomic<int> g_hold_signal{0};
 std::atomic<int> g_hold_choosing{0};
 
-// Interrupts the thread where it is, inside an allocator call or not, and stays there for
-// hold_ticks if a request is outstanding and fresh (a signal that was pending while the thread
-// could not take it comes late: then nothing is held).  Only the clock and the thread's own slot.
-void on_hold(const ThreadCtx& t) {
+// Whether the signal interrupted a system call: a thread asleep in one (a futex wait) holds nothing.
+// The kernel either restarts it (SA_RESTART: the saved pc is back on the system call instruction)
+// or makes it fail with EINTR.
+bool interrupted_system_call(const void* context) {
+  if (!context) return false;
+  const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  const auto* pc = reinterpret_cast<const unsigned char*>(uc->uc_mcontext.gregs[REG_RIP]);
+  if (uc->uc_mcontext.gregs[REG_RAX] == -EINTR) return true;
+  // `syscall` is 0f 05; a 0f byte always begins an instruction of two bytes or more, so the second
+  // byte is mapped whenever the first is.
+  return pc && pc[0] == 0x0f && pc[1] == 0x05;
+#elif defined(__aarch64__)
+  const auto* pc = reinterpret_cast<const uint32_t*>(uc->uc_mcontext.pc);
+  return static_cast<long>(uc->uc_mcontext.regs[0]) == -EINTR || (pc && *pc == 0xd4000001u);  // svc #0
+#else
+  (void)uc;
+  return false;
+#endif
+}
+
+// Interrupts the thread where it is and, if a request is outstanding and fresh (a signal that was
+// pending while the thread could not take it comes late), stays there for hold_ticks — only inside
+// an allocating call, outside any system call: elsewhere the thread holds none of the allocator's
+// locks (hold_gate then says it was not inside a call).  Only the clock and the thread's own slot.
+void on_hold(const ThreadCtx& t, const void* context) {
   Slot* s = t.slot;
   if (!s) return;
   const uint64_t asked = s->h.hold_request.load(std::memory_order_acquire);
@@ -283,6 +306,12 @@ void on_hold(const ThreadCtx& t) {
   if (start - asked > kHoldAckWait * g_sampling.hold_ticks) return;
   uint64_t gate;
   __builtin_memcpy(&gate, &t.countdown, sizeof gate);
+  if (!gate_in_call(gate) || !allocates(gate_op(gate)) || interrupted_system_call(context)) {
+    s->h.hold_gate.store(0, std::memory_order_relaxed);
+    s->h.hold_end.store(start, std::memory_order_relaxed);
+    s->h.hold_start.store(start, std::memory_order_release);
+    return;
+  }
   s->h.hold_gate.store(gate, std::memory_order_relaxed);
   s->h.hold_start.store(start, std::memory_order_release);
   uint64_t end = start;
@@ -312,7 +341,7 @@ void on_shim_signal(int, siginfo_t* info, void* context) {
     take_cpu_sample(interrupted_pc(context));
     return;
   }
-  on_hold(t_ctx);
+  on_hold(t_ctx, context);
 }
 
 }  // namespace
@@ -364,18 +393,6 @@ int hold_signal() {
 
 namespace {
 
-// Whether the thread of `peer` is on a CPU now (the kernel's file says "running"): only such a
-// thread takes the hold signal at once.  One waiting for a CPU (more threads than CPUs, or a busy
-// machine) takes it when it runs again, maybe milliseconds later; one asleep wakes for it, and
-// holds nothing.
-bool on_a_cpu(const Slot* peer) {
-  if (g_unreadable.load(std::memory_order_relaxed)) return false;
-  const int fd = open_peer(load_shared(peer->h.tid));
-  if (fd < 0) return false;
-  format::PeerWait w{};
-  return read_peer(fd, &w, [] { return true; }) && w.syscall == format::kPeerRunning;
-}
-
 // Whether the thread of `peer` lets signal `sig` through (its blocked set, the "SigBlk:" line of
 // /proc/self/task/TID/status).  A thread that blocks it would keep it pending: a program that
 // takes its signals with sigwait or signalfd would read it as its own, and an exec would carry it
@@ -405,6 +422,19 @@ bool takes_signal(const Slot* peer, int sig) {
   return false;
 }
 
+// takes_signal(), read again once its last reading is 50 ms old (signal_check_ticks): the shim sees
+// the masks set through pthread_sigmask and sigprocmask (refuse_holds), this reading the rest (a
+// mask inherited from the thread's creator, or set by the system call itself).  So the signal
+// follows the reading of the gate words within microseconds: the held thread is most likely still
+// in the call, not yet in a system call of its own that the signal would interrupt.
+bool lets_signal_through(Slot* peer, int sig) {
+  const uint64_t now = ticks(), checked = peer->h.signal_checked.load(std::memory_order_relaxed);
+  if (checked != 0 && now - (checked >> 1) < g_sampling.signal_check_ticks) return (checked & 1) != 0;
+  const bool through = takes_signal(peer, sig);
+  peer->h.signal_checked.store(now << 1 | (through ? 1 : 0), std::memory_order_relaxed);
+  return through;
+}
+
 // A hold turn: asks the threads (of the `m` at `peers`, gate words at `addrs`) that are inside
 // allocator calls to stay where they are, waits until they do (kHoldAckWait holds at most), and makes the
 // call this thread is about to make the probe of the hold.  False when nothing could be held.
@@ -421,7 +451,7 @@ bool hold_peers(Slot* self, Slot* const* peers, const uint64_t* addrs, uint32_t 
   for (long i = 0; i < got && asked < sizeof t.hold_targets / sizeof t.hold_targets[0]; i++) {
     if (!gate_in_call(gates[i]) || !allocates(gate_op(gates[i]))) continue;  // a release's size is not known
     Slot* peer = peers[i];
-    if (!on_a_cpu(peer) || !takes_signal(peer, sig)) continue;
+    if (peer->h.holds_refused.load(std::memory_order_relaxed) != 0 || !lets_signal_through(peer, sig)) continue;
     // Dated when sent: the reads above may have taken this thread off its CPU for a while.
     sent = ticks();
     uint64_t none = 0;  // one request at a time per thread: one pending signal at most
@@ -520,7 +550,10 @@ void holds_blocked() {
 }
 
 void accept_holds() {
-  if (Slot* s = t_ctx.slot) s->h.holds_refused.store(0, std::memory_order_release);
+  Slot* s = t_ctx.slot;
+  if (!s || s->h.holds_refused.load(std::memory_order_relaxed) == 0) return;
+  s->h.signal_checked.store(0, std::memory_order_relaxed);  // read the mask again before the next request
+  s->h.holds_refused.store(0, std::memory_order_release);
 }
 
 void drop_pending_hold_signal() {

@@ -143,6 +143,7 @@ void configure_sampling(const format::Calibration& c) {
   // (peer_waits.h): at most 30 µs of those threads' time per 5 ms.  Off with ALLOCSCOPE_HOLDS=0.
   s.hold_ticks = s.outside_gap && env_uint("ALLOCSCOPE_HOLDS", 1) != 0 ? c.tick_hz * format::kHoldNs / 1000000000 : 0;
   s.hold_gap = c.tick_hz * format::kHoldGapNs / 1000000000;
+  s.signal_check_ticks = c.tick_hz / 20;  // 50 ms
 }
 
 // Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.

@@ -110,6 +110,7 @@ struct SamplingConfig {
   uint64_t outside_gap;        // ticks between the process's turns outside the windows (probes, some with a look); 0: none
   uint64_t hold_ticks;         // how long a held thread stays held (format.h kHoldNs); 0: no holds
   uint64_t hold_gap;           // ticks between holds (format.h kHoldGapNs)
+  uint64_t signal_check_ticks; // how long a reading of a thread's blocked signals stands (peer_waits.cpp)
 };
 extern SamplingConfig g_sampling;
 inline constexpr bool& g_exact_free_sizes = g_forwarding.exact_free_sizes;  // ALLOCSCOPE_FREE_SIZES=1

@@ -74,6 +74,7 @@ void start_slot(Slot* s, int tid) {
   h.hold_start.store(0, std::memory_order_relaxed);
   h.hold_end.store(0, std::memory_order_relaxed);
   h.holds_refused.store(0, std::memory_order_relaxed);
+  h.signal_checked.store(0, std::memory_order_relaxed);
   h.peer_flushed = 0;
   h.state.store(kSlotOwned, std::memory_order_release);
   const uint32_t live = g_ps->live_threads.fetch_add(1, std::memory_order_relaxed) + 1;

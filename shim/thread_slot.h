@@ -107,6 +107,9 @@ struct SlotHeader {
   // 1 from just before the owner blocks the holds' signal until it lets it through again
   // (peer_waits.h refuse_holds): a request made meanwhile is withdrawn, never sent.
   std::atomic<uint32_t> holds_refused;
+  // The last reading of the thread's blocked signals by a requester (peer_waits.cpp
+  // lets_signal_through): its tick << 1, and bit 0 set when the holds' signal got through; 0: none.
+  std::atomic<uint64_t> signal_checked;
   // CPU samples (cpu_samples.h): the thread's timer, and where its signal handler found the thread,
   // counted by the handler on the owner's own thread (format.h CpuSamples).
   int32_t cpu_timer;
