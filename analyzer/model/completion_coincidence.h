@@ -56,8 +56,19 @@ uint32_t size_group(uint64_t size);
 // A timed call's size group: of the request it stands for (format.h event_size), or kUnknownGroup
 // for a release whose size was not taken.
 uint32_t call_size_group(const format::Event& e);
+// Sizes apart count only where the smaller lies below 1 KiB (its group below kApartBelowGroup):
+// above some size, allocators serve every request through one path and one lock — tcmalloc's
+// page heap above 256 KiB, a secondary allocator for large blocks, one lock for the mapped ones —
+// so two large sizes twice apart may share a lock that small ones never take.  Measured: threads
+// that only asked for 300 KiB-2.4 MiB under tcmalloc, and under test allocators with one lock
+// for every size from 2 KiB (libclasslock_alloc.so) or 4 KiB (libbiglock_alloc.so) up, made
+// their calls wait for each other across sizes four times apart, and were called `global_lock`
+// (docs/analysis.md).  Below 1 KiB every allocator measured keeps classes no wider than a power
+// of two.
+constexpr uint32_t kApartBelowGroup = 11;  // size_group(1024)
 inline bool sizes_apart(uint32_t a, uint32_t b) {
-  return a != kUnknownGroup && b != kUnknownGroup && (a > b ? a - b : b - a) >= 2;
+  return a != kUnknownGroup && b != kUnknownGroup && (a > b ? a - b : b - a) >= 2 &&
+         (a < b ? a : b) < kApartBelowGroup;
 }
 
 struct CoincidenceMeasure {

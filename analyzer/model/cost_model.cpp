@@ -129,14 +129,9 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
   std::vector<double> waits;
   std::vector<CallEnd> ends;
   std::vector<ThreadSpan> span_of_serial(thread_of_serial.size());
-  uint64_t all_calls = 0;
-  size_t calling = 0;
-  for (const ThreadProfile& t : profile.threads) {
-    all_calls += t.total().calls;
-    calling += t.total().calls > 0;
-  }
+  const BusyScale scale = busy_scale(profile.threads);
   for (const ThreadProfile& t : profile.threads)
-    span_of_serial[t.serial] = ThreadSpan{t.first_tick, t.last_tick, busy_thread(t.total().calls, all_calls, calling)};
+    span_of_serial[t.serial] = ThreadSpan{t.first_tick, t.last_tick, busy_thread(t, scale)};
   SleepPairTally sleep_pairs(std::move(span_of_serial));
   std::vector<uint8_t> slept;
   WindowSweep sweep2(sweep_config, [&](std::span<const SweepItem> items, const WindowInfo& info) {
@@ -267,11 +262,39 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
 
 }  // namespace cost
 
-bool busy_thread(uint64_t calls, uint64_t all_calls, size_t calling_threads) {
-  constexpr double kShare = 0.01;      // of all calls, …
+double thread_call_ticks(const ThreadProfile& t) {
+  const Counters all = t.total();
+  const double mean = all.timed ? static_cast<double>(all.timed_ticks) / static_cast<double>(all.timed) : 0;
+  double ticks = 0;
+  for (const auto& [key, cell] : t.cells) {
+    const Counters& c = cell.counters;
+    ticks += static_cast<double>(c.calls) *
+             (c.timed ? static_cast<double>(c.timed_ticks) / static_cast<double>(c.timed) : mean);
+  }
+  return ticks;
+}
+
+BusyScale busy_scale(const std::vector<ThreadProfile>& threads) {
+  BusyScale s;
+  for (const ThreadProfile& t : threads) {
+    const uint64_t calls = t.total().calls;
+    s.calls += calls;
+    s.calling_threads += calls > 0;
+    s.call_ticks += thread_call_ticks(t);
+  }
+  return s;
+}
+
+bool busy_thread(const ThreadProfile& t, const BusyScale& all) {
+  constexpr double kShare = 0.01;      // of all calls (or of their time), …
   constexpr double kOfMean = 0.5;      // … or of the mean calling thread's, whichever is less
-  const double share = calling_threads ? std::min(kShare, kOfMean / static_cast<double>(calling_threads)) : kShare;
-  return calls > 0 && static_cast<double>(calls) >= share * static_cast<double>(all_calls);
+  const double share =
+      all.calling_threads ? std::min(kShare, kOfMean / static_cast<double>(all.calling_threads)) : kShare;
+  const uint64_t calls = t.total().calls;
+  if (calls == 0) return false;
+  if (static_cast<double>(calls) >= share * static_cast<double>(all.calls)) return true;
+  const double ticks = thread_call_ticks(t);
+  return ticks > 0 && ticks >= share * all.call_ticks;
 }
 
 const char* grouping_name(ReportGrouping by) {

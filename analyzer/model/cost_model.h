@@ -224,11 +224,24 @@ struct CostReport {
   CpuParts cpu;                      // where the threads' CPU time went (record --locks): cpu_parts.h
 };
 
+// How long a thread's calls took, roughly: in each of its cells (operation and size bucket), the
+// calls times the mean of the timed ones (a cell with none timed, the thread's mean) — before the
+// cost model's estimate, which needs the busy threads first.
+double thread_call_ticks(const ThreadProfile& t);
+// The whole process's calls and thread_call_ticks, and how many threads made calls.
+struct BusyScale {
+  uint64_t calls = 0;
+  double call_ticks = 0;
+  size_t calling_threads = 0;
+};
+BusyScale busy_scale(const std::vector<ThreadProfile>& threads);
 // A busy thread: one that made at least 1 % of the process's calls, or at least half as many as
-// the mean of the threads that made calls (`calling_threads`: with more than 50 threads alike,
-// each makes less than 2 % of them).  A thread that only waits for its workers is not busy.  The
+// the mean of the threads that made calls (with more than 50 threads alike, each makes less than
+// 2 % of them) — or whose calls took as large a share of the time all calls took (thread_call_ticks):
+// a thread that asks for a few large blocks at a time may spend its life inside the allocator
+// with a thousandth of the calls.  A thread that only waits for its workers is not busy.  The
 // one definition of the threads a verdict counts and a diff measures its gap over.
-bool busy_thread(uint64_t calls, uint64_t all_calls, size_t calling_threads);
+bool busy_thread(const ThreadProfile& t, const BusyScale& all);
 
 // Reads and analyzes one profile file; throws ProfileError.
 CostReport analyze_profile(const std::filesystem::path& path, const CostOptions& options = {});

@@ -461,9 +461,8 @@ void estimate_calls(CostReport& r, ModelNotes& notes, ReleaseTotals& release_tot
     r.thread_time_ns += tr.lifetime_ns;
     r.threads_rows.push_back(tr);
   }
-  size_t calling = 0;
-  for (const ThreadRow& t : r.threads_rows) calling += t.calls > 0;
-  for (ThreadRow& t : r.threads_rows) t.busy = busy_thread(t.calls, r.calls, calling);
+  const BusyScale scale = busy_scale(profile.threads);
+  for (size_t ti = 0; ti < profile.threads.size(); ++ti) r.threads_rows[ti].busy = busy_thread(profile.threads[ti], scale);
   WindowErrors we = window_errors(p2, cells_all, grid.classes.size() + 1);
   bound_cells(we, pl.est_cells, pl.uncapped_ticks, cells_all);
   finish_class_rows(r, pl, we, grid, p2, profile);

@@ -154,7 +154,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
     if (bucket >= kSizeBuckets || pp.inside == 0 || pp.unknown || pp.min_bucket > pp.max_bucket) continue;
     const uint32_t own = size_group(bucket_lo(bucket)), lo = size_group(bucket_lo(pp.min_bucket)),
                    hi = size_group(bucket_lo(pp.max_bucket));
-    if (!(hi + 2 <= own || lo >= own + 2)) continue;
+    if (!((hi < own && sizes_apart(hi, own)) || (lo > own && sizes_apart(own, lo)))) continue;
     ++m.probes_apart;
     if (median && std::min(own, lo) < *median) {
       ++m.probes_apart_low;

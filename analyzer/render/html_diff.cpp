@@ -45,7 +45,7 @@ void close_waterfall(Waterfall& w, const DiffReport& d) {
                        false, std::nullopt, kUnexplainedTip});
   }
   w.steps.push_back({"measured difference (thread time)", d.measured_delta_ns, "total-bar", true, std::nullopt,
-                     "OTHER − BASE, lifetimes of the busy threads (at least 1 % of the calls, or half the mean per calling thread)"});
+                     "OTHER − BASE, lifetimes of the busy threads (at least 1 % of the calls or of their time, or half the mean per calling thread)"});
 }
 
 std::vector<LegendEntry> waterfall_legend() {

@@ -29,7 +29,7 @@ void add_facts(HtmlPage& page, const CostReport& r) {
   page.fact("size classes", r.class_table == "buckets" ? std::string("allocscope size buckets")
                                                         : fmt::format("{} ({})", r.class_table, r.class_table_source));
   page.fact("wall time", r.wall_ns ? format_duration_ns(*r.wall_ns) + (r.complete ? "" : " (no end record)") : "-");
-  page.fact("threads", fmt::format("{} ({} busy: at least 1 % of the calls, or half the mean per calling thread)", r.threads, r.contention.busy_threads));
+  page.fact("threads", fmt::format("{} ({} busy: at least 1 % of the calls or of their time, or half the mean per calling thread)", r.threads, r.contention.busy_threads));
   page.fact("calls", fmt::format("{} ({} timed)", group_digits(r.calls), group_digits(r.timed)));
   const double t = r.split.total();
   page.fact("allocator time",

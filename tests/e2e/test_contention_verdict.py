@@ -125,6 +125,37 @@ class OneThread(VerdictCase):
         self.assertEqual(c["verdict"], "single_thread", self.describe(c))
 
 
+class SizeLanes(VerdictCase):
+    """Threads that keep to sizes of their own (tests/targets/size_lanes.c)."""
+
+    def lanes(self, mode, libc, allocator=None, name="lanes.asp"):
+        run = self.record([target(f"size_lanes-{libc}"), mode, "2", "800"], allocator=allocator, out=name)
+        self.assertEqual(run.rc, 0, run.stderr)
+        proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        j = json.loads(proc.stdout)
+        self.check_contract(j["contention"], j)
+        return j["contention"], j
+
+    def test_large_blocks_alone_show_no_lock_for_every_size(self):
+        # Every request 300 KiB or more: tcmalloc's page heap, and test allocators with one lock
+        # for every size from 2 KiB or 4 KiB up, serve all of them through one lock, which the
+        # small sizes never take.  Two large sizes twice apart say nothing of a global lock.
+        for allocator in ("tcmalloc", test_allocator("biglock"), test_allocator("classlock")):
+            with self.subTest(allocator=os.path.basename(allocator)):
+                c, _ = self.lanes("large", "glibc", allocator, name=f"large-{os.path.basename(allocator)}.asp")
+                self.assert_no_lock(c)
+
+    def test_a_thread_of_few_long_calls_is_busy(self):
+        # The odd thread makes a thousandth of the calls and spends its life inside them: two
+        # threads contend, under musl's lock and under a global mutex alike.
+        for libc, allocator in (("musl", None), ("glibc", test_allocator("mutex"))):
+            with self.subTest(libc=libc):
+                c, j = self.lanes("split", libc, allocator, name=f"split-{libc}.asp")
+                self.assertEqual(j["contention"]["busy_threads"], 2, self.describe(c))
+                self.assert_lock(c)
+
+
 class AdviceWhenUnsure(VerdictCase):
     """A run too short to judge says what to do, and never to time as much as it already did: the
     `--sample N` it names time more than the run's own (the default is 1/64), and a run that timed

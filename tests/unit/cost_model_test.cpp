@@ -162,14 +162,47 @@ const ClassRow& class_with(const CostReport& r, uint64_t size) {
 
 // ---- the fast / slow / waiting split ----
 
+// A thread whose calls of one size bucket number `calls`, `timed` of them timed at `ticks_each`.
+ThreadProfile calling_thread(uint32_t serial, uint64_t calls, uint64_t timed, uint64_t ticks_each, uint8_t bucket = 20) {
+  ThreadProfile t;
+  t.serial = serial;
+  Counters& c = t.cells[CellKey{static_cast<uint8_t>(kMalloc), bucket}].counters;
+  c.calls = calls;
+  c.timed = timed;
+  c.timed_ticks = timed * ticks_each;
+  return t;
+}
+
+bool busy_among(const ThreadProfile& t, std::vector<ThreadProfile> others) {
+  others.push_back(t);
+  return busy_thread(t, busy_scale(others));
+}
+
 TEST(CostModel, BusyThreadsAreOnePercentOrHalfTheMean) {
-  // A worker of 8 with an eighth of the calls, a main thread that only joins them.
-  EXPECT_TRUE(busy_thread(12'500, 100'000, 9));
-  EXPECT_FALSE(busy_thread(900, 100'000, 9));
+  // A worker of 8 with an eighth of the calls, a main thread that only joins them (as fast).
+  const ThreadProfile worker = calling_thread(1, 12'500, 100, 50), main = calling_thread(2, 900, 10, 50);
+  std::vector<ThreadProfile> others(7, worker);
+  others.push_back(main);
+  EXPECT_TRUE(busy_among(worker, others));
+  EXPECT_FALSE(busy_among(main, std::vector<ThreadProfile>(8, worker)));
   // 128 workers alike, each 0.78 % of the calls: busy, all of them (half the mean: 0.39 %).
-  EXPECT_TRUE(busy_thread(78'000, 10'000'000, 129));
-  EXPECT_FALSE(busy_thread(30, 10'000'000, 129));
-  EXPECT_FALSE(busy_thread(0, 100, 0));
+  const std::vector<ThreadProfile> many(127, calling_thread(1, 78'000, 100, 50));
+  EXPECT_TRUE(busy_among(calling_thread(2, 78'000, 100, 50), many));
+  EXPECT_FALSE(busy_among(calling_thread(2, 30, 3, 50), many));
+  EXPECT_FALSE(busy_among(calling_thread(2, 0, 0, 0), {}));
+}
+
+TEST(CostModel, ABusyThreadMayMakeFewCallsThatTakeLong) {
+  // One thread asks for small blocks, 8 million calls of 100 ticks; the other for blocks of
+  // megabytes, 8,600 calls of 60,000 ticks: a thousandth of the calls, and 39 % of their time.
+  const ThreadProfile small = calling_thread(1, 8'000'000, 120'000, 100, 12);
+  const ThreadProfile large = calling_thread(2, 8'600, 500, 60'000, 40);
+  EXPECT_TRUE(busy_among(large, {small}));
+  EXPECT_TRUE(busy_among(small, {large}));
+  // As many calls, of 100 ticks: not busy.
+  EXPECT_FALSE(busy_among(calling_thread(2, 8'600, 500, 100, 40), {small}));
+  // Its calls never timed: the thread's cells have no duration to weigh, and only the count counts.
+  EXPECT_FALSE(busy_among(calling_thread(2, 8'600, 0, 0, 40), {small}));
 }
 
 TEST(CostModel, SplitsKnownCallsExactly) {
