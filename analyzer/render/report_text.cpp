@@ -68,7 +68,7 @@ std::string header(const CostReport& r) {
   fields.add_row({"size classes", r.class_table == "buckets" ? std::string("allocscope size buckets")
                                                               : fmt::format("{} ({})", r.class_table, r.class_table_source)});
   fields.add_row({"wall time", r.wall_ns ? dur(*r.wall_ns) + (r.complete ? "" : " (no end record)") : "-"});
-  fields.add_row({"threads", fmt::format("{} ({} busy: at least 1 % of the calls or of their time, or half the mean per calling thread)", r.threads, r.contention.busy_threads)});
+  fields.add_row({"threads", fmt::format("{} ({} busy: at least 1 % of the calls or of their time, or half the mean)", r.threads, r.contention.busy_threads)});
   std::string sampling;
   if (r.sample_every == 0) {
     sampling = "none timed";

@@ -93,16 +93,17 @@ TEST(PeerWaits, ProbesAsleepBesideSizesTwiceApartAreCountedAcrossTheMedian) {
       probe(1, 32, 1024, 1024, false, false),  // apart, awake
       probe(2, 48, 64, 64, true, false),       // beside a near size: not apart
       probe(1, 32, 1024, 1024, true, true),    // a thread in a call of no known size besides
-      probe(2, 4096, 32768, 32768, true, false),  // apart, but both above the median
+      probe(2, 128, 1000, 1000, true, false),     // apart, but both above the median
+      probe(1, 4096, 32768, 32768, true, false),  // both 1 KiB or more: never apart (kApartBelowGroup)
   };
   const PeerWaitMeasure m = measure_beside_timed(looks, 1);
-  EXPECT_EQ(m.probes, 6u);
-  EXPECT_EQ(m.probes_slept, 5u);
+  EXPECT_EQ(m.probes, 7u);
+  EXPECT_EQ(m.probes_slept, 6u);
   EXPECT_EQ(m.probes_apart, 4u);
   EXPECT_EQ(m.probes_apart_slept, 3u);
   EXPECT_EQ(m.probes_apart_slept_threads, 2u);
   EXPECT_EQ(m.probes_apart_slept_across_median, 2u);
-  EXPECT_EQ(m.looks, 6u);
+  EXPECT_EQ(m.looks, 7u);
 }
 
 TEST(PeerWaits, AProbeWithNobodySeenCountsAsAProbeNotALook) {
@@ -160,8 +161,8 @@ TEST(PeerWaits, ProbesHeldUpBesideSizesApartBelowTheMedianAreCountedPerThread) {
   Profile::PeerLook unknown = probe_alone(2, 1024, 1, 16, 16, true);
   unknown.wait.peer_start_tick |= format::kPeerProbeUnknownPeer;
   probes.push_back(unknown);
-  // Thread 3: apart, but both sides at or above the median (a wide class of the large sizes).
-  for (int i = 0; i < 7; ++i) probes.push_back(probe_alone(3, 4096, 2, 64, 1024, true));
+  // Thread 3: apart, but both sides above the median (a wide class of the larger sizes).
+  for (int i = 0; i < 7; ++i) probes.push_back(probe_alone(3, 900, 2, 128, 128, true));
   // Thread 4: three below the median, too few to be judged alone.
   for (int i = 0; i < 3; ++i) probes.push_back(probe_alone(4, 16, 1, 256, 256, true));
   const PeerWaitMeasure m = measure_beside_timed(probes, 4);
