@@ -537,7 +537,14 @@ void refuse_holds() {
   // A request sent before: its signal lands at this thread's next return from the kernel, and the
   // handler takes the request.  One whose sender has not sent it yet is sent or withdrawn within
   // microseconds, or when the sender runs again (20 ms at most here: the mask then goes on, and a
-  // signal that comes after it is dropped once the mask is in place).
+  // signal that comes after it is dropped once the mask is in place).  Unless the thread blocks
+  // the signal already (inside a handler of the program's whose mask holds it, say): then it
+  // cannot land, and is dropped once the new mask is in place.
+  uint64_t current = 0;
+  const int sig = g_hold_signal.load(std::memory_order_acquire);
+  if (sig <= 0 || sys::failed(sys::call(SYS_rt_sigprocmask, SIG_BLOCK, 0, reinterpret_cast<long>(&current), 8)) ||
+      (current & sys::signal_bit(sig)) != 0)
+    return;
   const uint64_t start = mono_ns();
   while (s->h.hold_request.load(std::memory_order_acquire) != 0 && mono_ns() - start < 20000000) sys::sched_yield();
 }
