@@ -136,12 +136,17 @@ struct ContentionInputs {
   CoincidenceMeasure ends, ends_across;   // completion_coincidence.h: all pairs; pairs of different classes
   double ends_near_ns = 0;                // the near zone of that measure
   uint32_t busy_threads = 0;              // cost_model.h busy_thread
+  uint32_t calling_threads = 0;           // threads that made calls at all
   uint64_t timed = 0;                     // timed calls
   uint32_t sample_every = 0;              // the profile's sampling: 1/N of the time timed (0: nothing, by choice)
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;  // sampled calls; with nvcsw; with nivcsw
   // Calls of kSwitchSlowNs or longer whose context switches are known (format.h kEvSwitches, and
   // the probe's); of them, those that slept (a voluntary switch) and those only preempted.
   uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;
+  // Of them, those made alone (nobody else inside at the start: nobody to wait for), and those
+  // of allocating calls.
+  uint64_t slow_alone_switched = 0, slow_alone_slept = 0;
+  uint64_t slow_allocating_switched = 0, slow_allocating_slept = 0;
   bool switches_recorded = false;         // every slow timed call's switches were read (format.h kModeSwitches)
   bool holds_recorded = false;            // the shim held threads now and then (format.h kModeHolds)
   SleepPairsMeasure sleep_pairs;          // whom the calls that slept waited behind (sleep_pairs.h)

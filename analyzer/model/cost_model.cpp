@@ -167,6 +167,8 @@ void pass2(const std::filesystem::path& path, const Profile& profile, const Pass
         p2.slow_slept += e.nvcsw > 0;
         p2.slow_preempted += e.nvcsw == 0 && e.nivcsw > 0;
         slept[i] = e.nvcsw > 0;
+        if (it.inside == 0) ++p2.slow_alone_switched, p2.slow_alone_slept += e.nvcsw > 0;
+        if (allocates(e.op)) ++p2.slow_allocating_switched, p2.slow_allocating_slept += e.nvcsw > 0;
       }
       if (!p2.peers.empty()) p2.peers.add_call(it.thread, e);
       if (it.inside >= 0) {
@@ -232,6 +234,7 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   evidence.ends_across = coincidence.across_classes();
   evidence.ends_near_ns = to_ns(static_cast<double>(coincidence.near_ticks()));
   evidence.busy_threads = c.busy_threads;
+  for (const ThreadRow& t : r.threads_rows) evidence.calling_threads += t.calls > 0;
   evidence.timed = r.timed;
   evidence.sample_every = r.sample_every;
   evidence.rusage_samples = p2.rusage_samples;
@@ -241,6 +244,10 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   evidence.slow_switched = p2.slow_switched;
   evidence.slow_slept = p2.slow_slept;
   evidence.slow_preempted = p2.slow_preempted;
+  evidence.slow_alone_switched = p2.slow_alone_switched;
+  evidence.slow_alone_slept = p2.slow_alone_slept;
+  evidence.slow_allocating_switched = p2.slow_allocating_switched;
+  evidence.slow_allocating_slept = p2.slow_allocating_slept;
   evidence.sleep_pairs = p2.sleep_pairs;
   evidence.switches_recorded =
       profile.calibration && (profile.calibration->mode_flags & format::kModeSwitches) != 0;
@@ -293,8 +300,12 @@ bool busy_thread(const ThreadProfile& t, const BusyScale& all) {
   const uint64_t calls = t.total().calls;
   if (calls == 0) return false;
   if (static_cast<double>(calls) >= share * static_cast<double>(all.calls)) return true;
+  // By time, a thread must also have spent a tenth of its own life in its calls: a main thread
+  // that only sets up and joins its workers makes a few long calls (rings of blocks, each a page
+  // fault or a system call) that can weigh 1 % of all calls' time when the workers' calls are few.
+  constexpr double kOwnLife = 0.1;
   const double ticks = thread_call_ticks(t);
-  return ticks > 0 && ticks >= share * all.call_ticks;
+  return ticks > 0 && ticks >= share * all.call_ticks && ticks >= kOwnLife * static_cast<double>(t.active_ticks());
 }
 
 const char* grouping_name(ReportGrouping by) {

@@ -138,6 +138,8 @@ struct Pass2 {
   ExclusionTally exclusion;    // timed durations by class, met or alone at their start
   uint64_t rusage_samples = 0, rusage_blocked = 0, rusage_preempted = 0;
   uint64_t slow_switched = 0, slow_slept = 0, slow_preempted = 0;  // slow calls with known switches
+  uint64_t slow_alone_switched = 0, slow_alone_slept = 0;  // … of them made alone (nobody else inside)
+  uint64_t slow_allocating_switched = 0, slow_allocating_slept = 0;  // … of them allocating calls
   SleepPairsMeasure sleep_pairs;  // whom the calls that slept waited behind (sleep_pairs.h)
   PeerWaitTally peers;            // where calls asleep inside waited (peer_waits.h)
   SweepTotals sweep;

@@ -129,7 +129,7 @@ PeerWaitMeasure PeerWaitTally::measure() const {
     if (format::peer_call_untimed(w.peer_start_tick)) ++m.outside_looks;
     if (w.syscall == format::kPeerRunning) ++m.running;
     else if (w.syscall == format::kPeerInUserSpace) ++m.preempted;
-    else if (is_futex_wait(w.syscall, w.arg1)) ++m.futex_waits, ++by_word[w.arg0];
+    else if (is_futex_wait(w.syscall, w.arg1)) ++m.futex_waits, m.futex_waits_allocating += j.allocating, ++by_word[w.arg0];
     else ++m.other_syscalls, m.map_syscalls += is_map_syscall(w.syscall);
   }
   m.words = by_word.size();

@@ -25,6 +25,7 @@ struct PeerWaitMeasure {
   uint64_t looks = 0;        // looks joined to a timed call, and looks outside the windows
   uint64_t outside_looks = 0;  // of which outside the windows (format.h kPeerUntimed)
   uint64_t futex_waits = 0;  // of which asleep in a futex wait
+  uint64_t futex_waits_allocating = 0;  // … inside allocating calls (a lock that only frees take puts none there)
   uint64_t running = 0;      // on a CPU or waiting for one (the kernel does not tell them apart)
   uint64_t preempted = 0;    // stopped in user space
   uint64_t other_syscalls = 0;

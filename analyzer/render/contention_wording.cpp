@@ -228,6 +228,10 @@ std::string contention_reason(const ContentionVerdict& v) {
   const ExclusionMeasure& a = in.allocating;
   switch (v.reason) {
     case ContentionReason::OneThread:
+      if (in.calling_threads > 1)
+        return fmt::format("only one thread was busy in the allocator: the {} other{} made too few calls, and spent "
+                           "too little time in them, to contend with it",
+                           in.calling_threads - 1, in.calling_threads > 2 ? "s" : "");
       return "only one thread called the allocator: there is nobody to contend with";
     case ContentionReason::NotTimed:
       if (in.sample_every == 0) return "no call was timed (--sample 0): contention cannot be measured";

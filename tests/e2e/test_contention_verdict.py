@@ -125,6 +125,21 @@ class OneThread(VerdictCase):
         self.assertEqual(c["verdict"], "single_thread", self.describe(c))
 
 
+class LocksThatNotEveryCallTakes(VerdictCase):
+    """Shapes that look like one lock from afar (tests/allocators)."""
+
+    def test_a_lock_only_frees_take(self):
+        # Frees serialized, allocations free: the threads move in step and the ends of their calls
+        # keep apart, yet no allocation sleeps or waits for a held thread.
+        c, _ = self.verdict("harness-glibc", 8, 1_185_185, allocator=test_allocator("freelock"))
+        self.assert_no_lock(c)
+
+    def test_sleeping_in_every_call_without_a_lock(self):
+        # usleep(0) in every call: calls made alone sleep as often as those beside other threads.
+        c, _ = self.verdict("mixed-glibc", 8, 5_000, allocator=test_allocator("napping"))
+        self.assert_no_lock(c)
+
+
 class SizeLanes(VerdictCase):
     """Threads that keep to sizes of their own (tests/targets/size_lanes.c)."""
 

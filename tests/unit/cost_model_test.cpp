@@ -163,9 +163,11 @@ const ClassRow& class_with(const CostReport& r, uint64_t size) {
 // ---- the fast / slow / waiting split ----
 
 // A thread whose calls of one size bucket number `calls`, `timed` of them timed at `ticks_each`.
-ThreadProfile calling_thread(uint32_t serial, uint64_t calls, uint64_t timed, uint64_t ticks_each, uint8_t bucket = 20) {
+ThreadProfile calling_thread(uint32_t serial, uint64_t calls, uint64_t timed, uint64_t ticks_each, uint8_t bucket = 20,
+                             uint64_t lifetime = 1'000'000'000) {
   ThreadProfile t;
   t.serial = serial;
+  t.snapshot_tick = lifetime;
   Counters& c = t.cells[CellKey{static_cast<uint8_t>(kMalloc), bucket}].counters;
   c.calls = calls;
   c.timed = timed;
@@ -203,6 +205,11 @@ TEST(CostModel, ABusyThreadMayMakeFewCallsThatTakeLong) {
   EXPECT_FALSE(busy_among(calling_thread(2, 8'600, 500, 100, 40), {small}));
   // Its calls never timed: the thread's cells have no duration to weigh, and only the count counts.
   EXPECT_FALSE(busy_among(calling_thread(2, 8'600, 0, 0, 40), {small}));
+  // A main thread of 20 calls of 60,000 ticks (1.2 M) beside workers of 10 M ticks in all: 11 % of
+  // all calls' time, yet a thousandth of its own life of 1,000 M ticks.  Not busy.
+  const std::vector<ThreadProfile> workers(4, calling_thread(1, 25'000, 1'000, 100, 12));
+  EXPECT_FALSE(busy_among(calling_thread(2, 20, 20, 60'000, 40), workers));
+  EXPECT_TRUE(busy_among(calling_thread(2, 20, 20, 60'000, 40, 10'000'000), workers));
 }
 
 TEST(CostModel, SplitsKnownCallsExactly) {
