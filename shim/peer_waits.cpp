@@ -266,7 +266,6 @@ namespace {
 // request older than that has lapsed.
 constexpr uint64_t kHoldAckWait = 2;
 
-
 // The signal that holds a thread (0: not chosen yet, -1: none could be had), and the handler.
 std::atomic<int> g_hold_signal{0};
 std::atomic<int> g_hold_choosing{0};

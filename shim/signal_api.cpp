@@ -86,8 +86,7 @@ int change_mask(int how, const void* set, Change change) {
     errno = saved;
   }
   const int r = change();
-  const bool changed = r == 0;
-  if (changed && set) mask_changed(how, set);
+  if (r == 0 && set) mask_changed(how, set);
   else if (blocks) accept_holds();  // the mask did not change
   return r;
 }

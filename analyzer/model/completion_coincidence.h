@@ -62,7 +62,7 @@ uint32_t call_size_group(const format::Event& e);
 // so two large sizes twice apart may share a lock that small ones never take.  Measured: threads
 // that only asked for 300 KiB-2.4 MiB under tcmalloc, and under test allocators with one lock
 // for every size from 2 KiB (libclasslock_alloc.so) or 4 KiB (libbiglock_alloc.so) up, made
-// their calls wait for each other across sizes four times apart, and were called `global_lock`
+// their calls wait for each other across sizes twice apart or more, and were called `global_lock`
 // (docs/analysis.md).  Below 1 KiB every allocator measured keeps classes no wider than a power
 // of two.
 constexpr uint32_t kApartBelowGroup = 11;  // size_group(1024)

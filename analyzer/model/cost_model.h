@@ -237,10 +237,11 @@ struct BusyScale {
 BusyScale busy_scale(const std::vector<ThreadProfile>& threads);
 // A busy thread: one that made at least 1 % of the process's calls, or at least half as many as
 // the mean of the threads that made calls (with more than 50 threads alike, each makes less than
-// 2 % of them) — or whose calls took as large a share of the time all calls took (thread_call_ticks),
-// and a tenth of its own lifetime or more: a thread that asks for a few large blocks at a time may
-// spend its life inside the allocator with a thousandth of the calls.  A thread that only waits for its workers is not busy.  The
-// one definition of the threads a verdict counts and a diff measures its gap over.
+// 2 % of them) — or whose calls took as large a share of the time all calls took
+// (thread_call_ticks), and a tenth of its own lifetime or more: a thread that asks for a few large
+// blocks at a time may spend its life inside the allocator with a thousandth of the calls.  A
+// thread that only waits for its workers is not busy.  The one definition of the threads a
+// verdict counts and a diff measures its gap over.
 bool busy_thread(const ThreadProfile& t, const BusyScale& all);
 
 // Reads and analyzes one profile file; throws ProfileError.
