@@ -102,6 +102,7 @@ enum class ContentionReason : uint8_t {
   TooFewEnds,         // met calls were measured (not clearly slower), but too few ends to tell turns
   TakeTurns,          // calls of different threads never end together: they take turns, across classes
   TurnsWithoutHolding,// … yet no allocation waited for a thread held inside a call, nor did any thread sleep
+  TurnsUnheld,        // … in a run that made no holds (every call timed), and no allocation slept for another thread
                       // inside: a word every call updates, not a lock (unsure)
   TurnsWithinClasses, // … within each size class, while calls of different classes end together
   SlowerWithoutTurns, // met calls are slower, yet ends coincide freely: a lock or interference

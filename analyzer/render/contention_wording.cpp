@@ -292,6 +292,12 @@ std::string contention_reason(const ContentionVerdict& v) {
                          ends_text(in.ends, in.ends_near_ns), in.peers.holds_released, in.peers.holds,
                          in.peers.futex_waits == 0 ? std::string("no") : std::to_string(in.peers.futex_waits),
                          in.peers.futex_waits == 1 ? " was" : "s were");
+    case ContentionReason::TurnsUnheld:
+      return fmt::format("calls take turns ({}), yet no allocation slept for another thread and no thread was seen "
+                         "asleep inside one, and this run held no thread inside a call to see whether the others "
+                         "waited (timing every call leaves no time for it): calls that take turns at a word every "
+                         "call updates, or threads that took turns on busy CPUs, look the same",
+                         ends_text(in.ends, in.ends_near_ns));
     case ContentionReason::TurnsWithinClasses:
       return fmt::format("calls of the same size class take turns ({}), while calls of different size classes end "
                          "together as often as chance ({:.2f}, bounds {:.2f}–{:.2f}): a lock per size class, not one "
@@ -428,6 +434,9 @@ std::string contention_advice(const ContentionVerdict& v) {
       return "compare it with a run under another allocator (allocscope compare): calls that take turns at a word "
              "cost what the gap between the two runs shows, lock or not; a longer run holds more calls (one hold "
              "each 5 ms)";
+    case ContentionReason::TurnsUnheld:
+      return "record it again with the default sampling: its holds, made between the timing windows, tell a "
+             "lock from calls that take turns";
     case ContentionReason::SleepWhenMet:
       return "compare the run with one under an allocator without a global lock (allocscope compare): the time "
              "its threads spend asleep inside this one is the lock's cost, whichever kind it is";

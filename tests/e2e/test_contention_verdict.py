@@ -134,6 +134,12 @@ class LocksThatNotEveryCallTakes(VerdictCase):
         c, _ = self.verdict("harness-glibc", 8, 1_185_185, allocator=test_allocator("freelock"))
         self.assert_no_lock(c)
 
+    def test_turns_at_a_shared_word_with_every_call_timed(self):
+        # One counter every call adds to: calls take turns at its cache line (Q 0.07-0.08 with every
+        # call timed), and a run that times every call makes no holds to tell that from a lock.
+        c, _ = self.verdict("harness-glibc", 2, 1_500_000, allocator=test_allocator("counter"), sample=1)
+        self.assert_no_lock(c)
+
     def test_sleeping_in_every_call_without_a_lock(self):
         # usleep(0) in every call: calls made alone sleep as often as those beside other threads.
         c, _ = self.verdict("mixed-glibc", 8, 5_000, allocator=test_allocator("napping"))
