@@ -234,7 +234,7 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   evidence.ends_across = coincidence.across_classes();
   evidence.ends_near_ns = to_ns(static_cast<double>(coincidence.near_ticks()));
   evidence.busy_threads = c.busy_threads;
-  for (const ThreadRow& t : r.threads_rows) evidence.calling_threads += t.calls > 0;
+  evidence.calling_threads = static_cast<uint32_t>(busy_scale(profile.threads).calling_threads);
   evidence.timed = r.timed;
   evidence.sample_every = r.sample_every;
   evidence.rusage_samples = p2.rusage_samples;
