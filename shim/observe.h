@@ -114,10 +114,10 @@ __attribute__((noinline)) void release_full(Op o, void* ptr, bool has_known, uin
   if (!s) return real();
   const bool sized = !ptr || has_known || __atomic_load_n(&g_exact_free_sizes, __ATOMIC_RELAXED) ||
                      (g_trace && g_sampling.sample_every == 1);
-  uint64_t size = !ptr ? 0 : has_known ? known : sized ? g_real.malloc_usable_size(ptr) : 0;
+  uint64_t size = !ptr ? 0 : has_known ? known : sized ? g_real.own_usable_size(ptr) : 0;
   Timing tm = start_timing(s);
   if (!sized && tm.timed) {
-    size = g_real.malloc_usable_size(ptr);
+    size = g_real.own_usable_size(ptr);
     tm.t0 = ticks();
   }
   const unsigned b = sized || tm.timed ? bucket_of(size) : kBucketUnknown;

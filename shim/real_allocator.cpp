@@ -93,7 +93,7 @@ void resolve_all() {
   r.memalign = same_object_or_null(r.memalign, home);
   r.valloc = same_object_or_null(r.valloc, home);
   r.pvalloc = same_object_or_null(r.pvalloc, home);
-  r.malloc_usable_size = same_object_or_null(r.malloc_usable_size, home);
+  r.own_usable_size = same_object_or_null(r.malloc_usable_size, home);
   g_real = r;
   if (!g_real.reallocarray) g_real.reallocarray = emulated_reallocarray;
   if (!g_real.aligned_alloc) g_real.aligned_alloc = emulated_aligned_alloc;
@@ -101,6 +101,7 @@ void resolve_all() {
   if (!g_real.valloc) g_real.valloc = emulated_valloc;
   if (!g_real.pvalloc) g_real.pvalloc = emulated_pvalloc;
   if (!g_real.malloc_usable_size) g_real.malloc_usable_size = no_usable_size;
+  if (!g_real.own_usable_size) g_real.own_usable_size = no_usable_size;
   Dl_info info;
   if (g_real.malloc && dladdr(reinterpret_cast<void*>(g_real.malloc), &info) && info.dli_fname)
     g_path = info.dli_fname;

@@ -21,7 +21,12 @@ struct RealAllocator {
   void* (*memalign)(size_t, size_t);               // may be null: emulated
   void* (*valloc)(size_t);                         // may be null: emulated
   void* (*pvalloc)(size_t);                        // may be null (musl): emulated
+  // The program's malloc_usable_size: the next definition, wherever it lies (an allocator that
+  // defines malloc but not malloc_usable_size leaves its callers the libc's, as without the shim).
   size_t (*malloc_usable_size)(void*);             // may be null: 0
+  // The shim's own reading of a block's size (a timed free's bucket): the one of malloc's own
+  // object only, since another allocator's answer for this heap's blocks may crash.
+  size_t (*own_usable_size)(void*);                // may be null: 0
   void* (*dlopen)(const char*, int);
 };
 

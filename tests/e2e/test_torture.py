@@ -7,6 +7,7 @@ calls the program documents must be counted where the shim can see them.
 import os
 import unittest
 
+from allocscope_e2e import BUILD
 from robustness import (EXTRA_ALLOCATORS, LIBCS, RobustnessCase, TORTURE, allocator_path, calls,
                         failed, reentrant, sized_calls, torture)
 
@@ -310,6 +311,21 @@ class Requests(RobustnessCase):
         for allocator in EXTRA_ALLOCATORS:
             with self.subTest(allocator=allocator):
                 self.requests("glibc", allocator)
+
+    def test_an_allocator_that_leaves_malloc_usable_size_to_the_libc(self):
+        """libcache_alloc.so defines malloc, free, calloc and realloc on top of glibc's and leaves
+        malloc_usable_size to glibc, which its own realloc calls to copy a block: the program, and
+        that realloc, get glibc's answer, as without the shim (they once got 0, and realloc copied
+        nothing: perl, python and git crashed or failed under it)."""
+        lib = os.path.join(BUILD, "tests", "allocators", "libcache_alloc.so")
+        if not os.path.exists(lib):
+            self.skipTest("libcache_alloc.so was not built")
+        prog = torture("requests-glibc")
+        run = self.run_recorded([prog], "req-cache.asp", allocator=lib)
+        plain = self.run_plain([prog], env={"LD_PRELOAD": lib})
+        self.assert_unchanged(plain, run, "libcache_alloc.so")
+        self.assertIn("requests: done", run.stdout)
+        self.assertRegex(run.stdout, r"realloc\(NULL, 200\): \S+ usable [1-9]")
 
 
 class Crashes(RobustnessCase):
