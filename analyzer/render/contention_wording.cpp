@@ -232,6 +232,8 @@ std::string contention_reason(const ContentionVerdict& v) {
         return fmt::format("only one thread was busy in the allocator: the {} other{} made too few calls, and spent "
                            "too little time in them, to contend with it",
                            in.calling_threads - 1, in.calling_threads > 2 ? "s" : "");
+      if (in.calling_threads == 0)
+        return "no thread called the allocator in what the profile holds: there is nothing to contend for";
       return "only one thread called the allocator: there is nobody to contend with";
     case ContentionReason::NotTimed:
       if (in.sample_every == 0) return "no call was timed (--sample 0): contention cannot be measured";
@@ -448,6 +450,7 @@ std::string contention_advice(const ContentionVerdict& v) {
 std::string contention_sentence(const ContentionVerdict& v) {
   switch (v.kind) {
     case ContentionKind::SingleThread:
+      if (v.inputs.calling_threads == 0) return "No thread called the allocator: no contention.";
       return "One thread called the allocator: no contention.";
     case ContentionKind::GlobalLock: {
       std::string sleeping;

@@ -106,7 +106,22 @@ TEST(ExclusionMeasure, NeedsEnoughMetCallsAndAReference) {
 TEST(ContentionVerdict, OneThreadIsSingleThread) {
   ContentionInputs in = inputs({cell(1000, 10, 1000, 20)});
   in.busy_threads = 1;
-  EXPECT_EQ(judge_contention(in).kind, ContentionKind::SingleThread);
+  in.calling_threads = 1;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::SingleThread);
+  EXPECT_EQ(contention_sentence(v), "One thread called the allocator: no contention.");
+}
+
+// A program that crashed before its first allocator call leaves a profile without calls: no thread
+// to speak of, not one (it was said to be one, with 0 threads and 0 calls).
+TEST(ContentionVerdict, NoCallsAtAllAreSaidSo) {
+  ContentionInputs in = inputs({});
+  in.busy_threads = 0;
+  in.calling_threads = 0;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::SingleThread);
+  EXPECT_EQ(contention_sentence(v), "No thread called the allocator: no contention.");
+  EXPECT_NE(contention_reason(v).find("no thread called the allocator"), std::string::npos) << contention_reason(v);
 }
 
 TEST(ContentionVerdict, CallsTakingTurnsAcrossClassesAreOneGlobalLock) {
