@@ -146,9 +146,11 @@ void configure_sampling(const format::Calibration& c) {
   s.signal_check_ticks = c.tick_hz / 20;  // 50 ms
 }
 
-// Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.9`.
+// Tries `<base>` (root process only), then `<base>.<pid>`, `<base>.<pid>.2` … `.999` (an image
+// that execs itself keeps its pid: each of its images takes the next name).
 // O_EXCL never overwrites and, with O_NOFOLLOW, never follows a symlink at the path.
 // *moved tells that the first choice existed (a file or a symlink) and another name was taken.
+constexpr int kProfileNamesPerPid = 999;
 int open_profile(const char* base, bool is_root, int pid, char* chosen, size_t cap, bool* moved) {
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
   long fd = -17;
@@ -160,7 +162,7 @@ int open_profile(const char* base, bool is_root, int pid, char* chosen, size_t c
     if (fd != -17) return static_cast<int>(fd);
     *moved = true;
   }
-  for (int attempt = 1; attempt <= 9 && fd == -17; attempt++) {
+  for (int attempt = 1; attempt <= kProfileNamesPerPid && fd == -17; attempt++) {
     TextBuffer p(chosen, cap);
     p.put(base).put(".").put_uint(static_cast<uint64_t>(pid));
     if (attempt > 1) p.put(".").put_uint(static_cast<uint64_t>(attempt));
@@ -171,14 +173,15 @@ int open_profile(const char* base, bool is_root, int pid, char* chosen, size_t c
   return static_cast<int>(fd);
 }
 
-// The profile's descriptor moves to the top of the first 1024, out of the way of the numbers the
-// program counts on (its first open() still returns 3).  Keeps `fd` where that is not possible.
+// The profile's descriptor moves to the top of the first 1024 (of RLIMIT_NOFILE, where that is
+// lower), out of the way of the numbers the program counts on: its first open() still returns 3,
+// however low the limit (with 8, the profile's is 7).  Keeps `fd` where that is not possible.
 int move_fd_high(int fd) {
   struct { uint64_t cur, max; } nofile;
   if (sys::failed(sys::call(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, reinterpret_cast<long>(&nofile))))
     return fd;
   const uint64_t top = nofile.cur < 1024 ? nofile.cur : 1024;
-  if (top <= 64) return fd;
+  if (top <= 4) return fd;  // 0-2 and the profile's: nothing above it
   const long high = sys::call(SYS_fcntl, fd, F_DUPFD_CLOEXEC, static_cast<long>(top - 1));
   if (sys::failed(high)) return fd;
   sys::close(fd);

@@ -190,7 +190,7 @@ class HostileEnvironment(RobustnessCase):
 
     def test_descriptor_limits(self):
         prog = [torture("proc-glibc"), "fork"]
-        for limit in (3, 40, 200):
+        for limit in (3, 8, 40, 200):
             with self.subTest(limit=limit):
                 limited = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
                 plain = self.run_plain(prog, preexec_fn=limited)
@@ -212,14 +212,19 @@ class HostileEnvironment(RobustnessCase):
         self.assert_unchanged(plain, run)
 
     def test_program_keeps_its_descriptor_numbers(self):
+        # Under a low descriptor limit too: the profile's descriptor took 3 below 65 (a program's
+        # first open() then returned 4).
         for libc in ("glibc", "musl"):
-            with self.subTest(libc=libc):
-                prog = [torture(f"fds-{libc}"), "firstfd"]
-                plain = self.run_plain(prog)
-                run = self.run_preloaded(prog, os.path.join(self.dir, f"first-{libc}.asp"))
-                self.assert_unchanged(plain, run)
-                self.assertEqual(run.shim_lines(), [])
-                self.dump(run.profiles[0])
+            for limit in (None, 8, 64):
+                with self.subTest(libc=libc, limit=limit):
+                    limited = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))) if limit else None
+                    prog = [torture(f"fds-{libc}"), "firstfd"]
+                    plain = self.run_plain(prog, preexec_fn=limited)
+                    run = self.run_preloaded(prog, os.path.join(self.dir, f"first-{libc}-{limit}.asp"),
+                                             preexec_fn=limited)
+                    self.assert_unchanged(plain, run)
+                    self.assertEqual(run.shim_lines(), [])
+                    self.dump(run.profiles[0])
 
     def test_program_closes_and_reuses_the_profile_descriptor(self):
         for libc in ("glibc", "musl"):

@@ -39,6 +39,21 @@ class ProcessTrees(RobustnessCase):
                 self.assertEqual(sized_calls(child, "malloc", 3333), 0)  # its own calls only
                 self.assertEqual(sized_calls(parent, "malloc", 2222), 0)
 
+    def test_an_image_that_execs_itself_many_times(self):
+        """A process keeps its pid across exec: each of its 16 images writes a profile of its own,
+        silently (the tenth and later images once found every name taken and did not record)."""
+        script = os.path.join(self.dir, "again.sh")
+        with open(script, "w") as f:
+            f.write('#!/bin/sh\nif [ "$1" -gt 0 ]; then exec "$0" "$(($1 - 1))"; fi\necho done\n')
+        os.chmod(script, 0o755)
+        plain = self.run_plain([script, "15"])
+        run = self.run_recorded([script, "15"], "again.asp")
+        self.assert_unchanged(plain, run, "exec chain")
+        self.assertNotIn("not recording", run.stderr)
+        pids = {self.dump(p)["process"]["pid"] for p in run.profiles}
+        self.assertEqual(len(run.profiles), 16, run.profiles)
+        self.assertEqual(len(pids), 1)
+
     def check_leaf(self, libc, mode, size, n):
         parent, children = self.tree(libc, mode)
         self.assertEqual(len(children), 1, [c["process"]["args"] for c in children])
