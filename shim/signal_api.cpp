@@ -120,15 +120,24 @@ using namespace allocscope;
 
 extern "C" {
 
+// The shim's own handler on the signal it holds threads with is not the program's: asked for the
+// signal's disposition, the program hears the default it left there (a program that looks for a
+// free real-time signal that way finds it free), and one that installs its own handler gets that
+// default back as the old one.  (The raw rt_sigaction system call still shows the shim's.)
 int allocscope_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  const bool ours = sig > 0 && hold_signal_chosen() == sig;
   if (act) program_takes_signal(sig);
-  return real_sigaction(sig, act, old);
+  const int r = real_sigaction(sig, act, old);
+  if (r == 0 && old && ours) __builtin_memset(static_cast<void*>(old), 0, sizeof *old);  // SIG_DFL, no flags, no mask
+  return r;
 }
 
 sighandler_t allocscope_signal(int sig, sighandler_t handler) {
+  const bool ours = sig > 0 && hold_signal_chosen() == sig;
   program_takes_signal(sig);
   const SignalFn f = next_definition(g_next_signal, "signal");
-  return f ? f(sig, handler) : SIG_ERR;
+  const sighandler_t previous = f ? f(sig, handler) : SIG_ERR;
+  return ours && previous != SIG_ERR ? SIG_DFL : previous;
 }
 
 int allocscope_pthread_sigmask(int how, const void* set, void* old) {

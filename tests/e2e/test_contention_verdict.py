@@ -602,6 +602,20 @@ class Holds(VerdictCase):
                     self.assertEqual(run.rc, 0, run.stdout + run.stderr)
                     self.assertIn("rt_signals: 0 signals", run.stdout)
 
+    def test_a_program_that_asks_finds_every_real_time_signal_free(self):
+        # The shim's handler sits on the signal it holds threads with; a program that asks
+        # sigaction, or signal(), for each real-time signal's disposition (to find a free one) must
+        # hear SIG_DFL for all, as without the shim (it heard the shim's handler for one).
+        for libc in ("glibc", "musl"):
+            for locks in (False, True):
+                with self.subTest(libc=libc, locks=locks):
+                    run = self.record([target(f"rt_signals-{libc}"), "ask", "4", "300"], out=f"ask-{libc}-{locks}.asp",
+                                      env={"ALLOCSCOPE_LOCKS": "1"} if locks else None)
+                    self.assertEqual(run.rc, 0, run.stdout + run.stderr)
+                    self.assertIn("rt_signals: 0 signals", run.stdout)
+                    enabled, calls, _ = self.holds(run.profiles[0])
+                    self.assertTrue(enabled)
+
     def test_no_holds_when_turned_off(self):
         run = self.record([bench_program("mixed-glibc"), "2", "300000"], allocator=test_allocator("spinlock"),
                           env={"ALLOCSCOPE_HOLDS": "0"})

@@ -9,6 +9,10 @@
  *             "waitall": installs none; its threads allocate for a tenth of MS, then block every
  *             signal and allocate on, then take with sigtimedwait every signal pending on them
  *             (a thread that takes whatever comes), and count them and those still pending
+ *             "ask": installs none; once its threads are done, asks sigaction for the disposition
+ *             of every real-time signal, then sets each to SIG_DFL with signal(), and counts the
+ *             answers, of either, that were not SIG_DFL (a program that looks for a free signal
+ *             this way must find them all free)
  *     THREADS allocating threads, 2..64, default 2
  *     MS      how long they allocate, in milliseconds, default 400
  *
@@ -108,20 +112,22 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || (strcmp(argv[1], "first") != 0 && strcmp(argv[1], "later") != 0 &&
-                    strcmp(argv[1], "blocked") != 0 && strcmp(argv[1], "waitall") != 0)) {
-    fprintf(stderr, "usage: rt_signals first|later|blocked|waitall [THREADS] [MS]\n");
+                    strcmp(argv[1], "blocked") != 0 && strcmp(argv[1], "waitall") != 0 &&
+                    strcmp(argv[1], "ask") != 0)) {
+    fprintf(stderr, "usage: rt_signals first|later|blocked|waitall|ask [THREADS] [MS]\n");
     return 2;
   }
   const int later = strcmp(argv[1], "later") == 0;
   const long threads = argc > 2 ? strtol(argv[2], NULL, 10) : 2;
   const long ms = argc > 3 ? strtol(argv[3], NULL, 10) : 400;
   if (threads < 2 || threads > 64 || ms < 1 || ms > 100000) {
-    fprintf(stderr, "usage: rt_signals first|later|blocked|waitall [THREADS] [MS]\n");
+    fprintf(stderr, "usage: rt_signals first|later|blocked|waitall|ask [THREADS] [MS]\n");
     return 2;
   }
+  const int ask = strcmp(argv[1], "ask") == 0;
   g_waitall = strcmp(argv[1], "waitall") == 0;
   g_block = strcmp(argv[1], "blocked") == 0;
-  if (!later && !g_block && !g_waitall && take_every_rt_signal() != 0) return 1;
+  if (!later && !g_block && !g_waitall && !ask && take_every_rt_signal() != 0) return 1;
   const uint64_t start = now_ns();
   g_end_ns = start + (uint64_t)ms * 1000000u;
   g_block_ns = start + (uint64_t)ms * 100000u;
@@ -134,7 +140,13 @@ int main(int argc, char **argv) {
     if (take_every_rt_signal() != 0) return 1;
   }
   for (long i = 0; i < threads; i++) pthread_join(t[i], NULL);
-  const int n = (int)g_received + g_pending;
+  int taken = 0;
+  for (int sig = ask ? SIGRTMIN : 1; ask && sig <= SIGRTMAX; sig++) {
+    struct sigaction old;
+    if (sigaction(sig, NULL, &old) != 0 || old.sa_handler != SIG_DFL) taken++;
+    if (signal(sig, SIG_DFL) != SIG_DFL) taken++;
+  }
+  const int n = (int)g_received + g_pending + taken;
   printf("rt_signals: %d signals\n", n);
   return n == 0 ? 0 : 3;
 }
