@@ -37,6 +37,7 @@ int allocscope_sigwait(const void* set, int* sig);
 int allocscope_sigwaitinfo(const void* set, void* info);
 int allocscope_sigtimedwait(const void* set, void* info, const void* timeout);
 int allocscope_signalfd(int fd, const void* mask, int flags);
+int allocscope_sigaltstack(const void* ss, void* old);
 /* pthread_sigmask and sigprocmask (signal_api.h): a thread that blocks the shim's signal has no
  * CPU-sample timer meanwhile (cpu_samples.h). */
 int allocscope_pthread_sigmask(int how, const void* set, void* old);

@@ -37,6 +37,7 @@ EXPORT int sigwait(const sigset_t* s, int* n) { return allocscope_sigwait(s, n);
 EXPORT int sigwaitinfo(const sigset_t* s, siginfo_t* i) { return allocscope_sigwaitinfo(s, i); }
 EXPORT int sigtimedwait(const sigset_t* s, siginfo_t* i, const struct timespec* t) { return allocscope_sigtimedwait(s, i, t); }
 EXPORT int signalfd(int fd, const sigset_t* m, int f) { return allocscope_signalfd(fd, m, f); }
+EXPORT int sigaltstack(const stack_t* s, stack_t* o) { return allocscope_sigaltstack(s, o); }
 EXPORT int pthread_sigmask(int h, const sigset_t* s, sigset_t* o) { return allocscope_pthread_sigmask(h, s, o); }
 EXPORT int sigprocmask(int h, const sigset_t* s, sigset_t* o) { return allocscope_sigprocmask(h, s, o); }
 

@@ -68,6 +68,9 @@ struct alignas(64) ThreadCtx {
   uint32_t hold_count;
   uint64_t probe_nivcsw;
   Slot* hold_targets[8];
+  // The thread's alternate signal stack, [lo, hi), as it last set it (signal_api.h sigaltstack);
+  // 0, 0: none.
+  uint64_t alt_stack_lo, alt_stack_hi;
 };
 
 static_assert(offsetof(ThreadCtx, next_close) + sizeof(uint64_t) <= 64, "the hot fields in one line");
@@ -77,6 +80,13 @@ extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
 // (countdown >= 2).  A thread without a slot has countdown 0.  Two 4-byte loads: the slow paths
 // write the fields one by one, and an 8-byte load of two separate 4-byte stores would stall.
 inline bool fast_path_open(const ThreadCtx& t) { return t.countdown > 1 && t.depth == 0; }
+// A signal handler of the program's on its alternate stack calls the allocator: that stack may be
+// a few KiB (SIGSTKSZ), so the shim leaves there what needs kilobytes of stack of its own — the
+// profile's writes, the looks and holds — to the thread's next call on its own stack.
+inline bool on_alternate_stack(const ThreadCtx& t) {
+  const uint64_t sp = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  return sp - t.alt_stack_lo < t.alt_stack_hi - t.alt_stack_lo;
+}
 // While the thread is inside the real allocator, `depth` also says so, and which call: other
 // threads read the gate to find threads inside allocator calls (peer_waits.h).  The nesting count
 // stays in the low bits, so that depth++/-- of a signal handler's call still balance.
@@ -174,7 +184,8 @@ __attribute__((always_inline)) inline void append_trace(Slot* s, const CallInfo&
 __attribute__((always_inline)) inline void record_untimed(Slot* s, const CallInfo& call, uint64_t t0) {
   append_trace(s, call, t0, 0, 0);
   store_shared(s->h.last_tick, t0);
-  if (__builtin_expect(t0 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval, 0))
+  if (__builtin_expect(t0 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval, 0) &&
+      !on_alternate_stack(t_ctx))
     trace_flush_due(s);
 }
 void read_thread_rusage(format::Rusage& out);

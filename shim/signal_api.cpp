@@ -9,6 +9,7 @@
 #include "allocscope_core.h"
 #include "cpu_samples.h"
 #include "peer_waits.h"
+#include "recorder.h"
 #include "sys.h"
 
 namespace allocscope {
@@ -39,6 +40,8 @@ std::atomic<SigtimedwaitFn> g_next_sigtimedwait{nullptr};
 std::atomic<SignalfdFn> g_next_signalfd{nullptr};
 std::atomic<SigmaskFn> g_next_pthread_sigmask{nullptr};
 std::atomic<SigmaskFn> g_next_sigprocmask{nullptr};
+using SigaltstackFn = int (*)(const stack_t*, stack_t*);
+std::atomic<SigaltstackFn> g_next_sigaltstack{nullptr};
 
 // The C libraries' sigset_t both begin with the kernel's mask of signals 1-64, signal n at bit n - 1:
 // read and written here rather than through sigismember and sigdelset (the shim binds no more
@@ -190,6 +193,25 @@ int allocscope_signalfd(int fd, const void* mask, int flags) {
   }
   const sigset_t s = mask ? without_ours(mask) : sigset_t{};
   return f(fd, mask ? &s : nullptr, flags);
+}
+
+// The thread's alternate signal stack, for on_alternate_stack (recorder.h).  One set by the raw
+// system call is not seen.
+int allocscope_sigaltstack(const void* ss, void* old) {
+  const SigaltstackFn f = next_definition(g_next_sigaltstack, "sigaltstack");
+  if (!f) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const int r = f(static_cast<const stack_t*>(ss), static_cast<stack_t*>(old));
+  if (r == 0 && ss) {
+    const stack_t& s = *static_cast<const stack_t*>(ss);
+    ThreadCtx& t = t_ctx;
+    const bool off = (s.ss_flags & SS_DISABLE) != 0;
+    t.alt_stack_lo = off ? 0 : reinterpret_cast<uint64_t>(s.ss_sp);
+    t.alt_stack_hi = off ? 0 : t.alt_stack_lo + s.ss_size;
+  }
+  return r;
 }
 
 }  // extern "C"

@@ -287,6 +287,9 @@ Slot* acquire_slot() {
         return s;
       }
     } else if (st == kSlotExited && owner_gone(s, pid, tid)) {
+      // A dead thread's slot with counts still to write needs kilobytes of stack to flush: not on a
+      // signal handler's alternate stack (recorder.h on_alternate_stack), where another slot serves.
+      if (on_alternate_stack(t_ctx) && unwritten(s)) continue;
       if (s->h.state.compare_exchange_strong(st, kSlotReclaiming, std::memory_order_acq_rel)) {
         // Another thread may be flushing it (the final flush, an explicit one): leave it to them
         // and look further, rather than reset a slot under a writer.

@@ -192,6 +192,21 @@ class Signals(RobustnessCase):
                     if sample == 1:  # every call timed: signals do land inside the shim
                         self.assertGreater(reentrant(j), 0)
 
+    def test_handlers_on_a_small_alternate_stack(self):
+        """Threads whose first allocator calls come in a handler on a 6 KiB alternate stack: the
+        shim once flushed a dead thread's slot, or its own records, there, and overflowed it."""
+        for libc in LIBCS:
+            for sample in (1, 64):
+                with self.subTest(libc=libc, sample=sample):
+                    argv = [torture(f"altstack-{libc}"), "6144"]
+                    plain = self.run_plain(argv, timeout=120)
+                    out = os.path.join(self.dir, f"alt-{libc}-{sample}.asp")
+                    run = self.run_preloaded(argv, out, env={"ALLOCSCOPE_SAMPLE": str(sample)}, timeout=120)
+                    self.assert_unchanged(plain, run, f"{libc} sample={sample}")
+                    self.assertIn("altstack: 10000 signals handled", run.stdout)
+                    [j] = self.dumps(run, count=1)
+                    self.assertGreaterEqual(sized_calls(j, "malloc", 100), 9990)
+
     def test_handlers_allocating_behind_a_signal_safe_allocator(self):
         for libc in LIBCS:
             with self.subTest(libc=libc):
