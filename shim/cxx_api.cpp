@@ -195,7 +195,7 @@ void call_unwound(Op o, uint64_t size) {
   ThreadCtx& t = t_ctx;
   Slot* s = t.slot;
   if (s) {
-    Counter& c = s->counters[op_index(o)][bucket_of(size)];
+    Counter& c = counter_for_write(s, op_index(o), bucket_of(size));
     bump(c.failed, 1);
     bump(c.bytes, 0 - size);
     s->h.inside_since.store(0, std::memory_order_relaxed);  // the timed call, if it was one, is over

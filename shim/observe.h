@@ -141,12 +141,12 @@ __attribute__((always_inline)) inline void release(Op o, void* ptr, Real real,
   unsigned b = kBucketUnknown;  // size not taken: see release_full
   if (__builtin_expect(!ptr, 0)) {
     b = 0;
-    bump(s->counters[op_index(o)][0].calls, 1);  // no block given back: bucket 0, size 0
+    bump(counter_for_write(s, op_index(o), 0).calls, 1);  // no block given back: bucket 0, size 0
   } else if (has_known) {
     b = bucket_of(known);
     count_call(s, op_index(o), b, known);
   } else {
-    bump(s->counters[op_index(o)][kBucketUnknown].calls, 1);
+    bump(counter_for_write(s, op_index(o), kBucketUnknown).calls, 1);
   }
   const uint32_t left = t.countdown - 1;
   set_gate(t, left, in_call_depth(op_index(o), b));

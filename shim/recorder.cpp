@@ -344,8 +344,9 @@ Timing timed_trace_start(uint64_t now) {
 void finish_slow(Timing tm, uint64_t t1, const CallInfo& call) {
   Slot* s = t_ctx.slot;
   if (call.failed) {  // bytes count what was obtained: take back the request that failed
-    bump(s->counters[call.op][call.bucket].failed, 1);
-    bump(s->counters[call.op][call.bucket].bytes, 0 - call.size);
+    Counter& c = counter_for_write(s, call.op, call.bucket);
+    bump(c.failed, 1);
+    bump(c.bytes, 0 - call.size);
   }
   if (tm.timed) {
     record_timed(s, call, tm.t0, t1);

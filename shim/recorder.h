@@ -251,7 +251,7 @@ inline Timing start_timing(Slot* s, bool allocating = false) {
 // Counts one call of `op` in bucket `b`; done before the real call, so that nothing but the start
 // tick needs to survive it.
 inline void count_call(Slot* s, unsigned op, unsigned b, uint64_t size) {
-  Counter& c = s->counters[op][b];
+  Counter& c = counter_for_write(s, op, b);
   bump(c.calls, 1);
   bump(c.bytes, size);
 }

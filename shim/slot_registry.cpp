@@ -55,6 +55,7 @@ void start_slot(Slot* s, int tid) {
   store_shared(h.last_tick, now);
   store_shared(h.last_flush_tick, now);
   store_shared(h.calls_at_flush, uint64_t{0});
+  __atomic_store_n(&h.used_ops, 0u, __ATOMIC_RELAXED);
   h.events_written = h.events_dropped = h.reentrant_calls = 0;
   std::memset(&h.rusage, 0xff, sizeof h.rusage);
   h.ring.init(s->events, kRingEvents);
@@ -87,7 +88,8 @@ void start_slot(Slot* s, int tid) {
 uint64_t count_calls(const Slot* s) {
   uint64_t n = 0;
   for (unsigned op = 0; op < kOps; op++)
-    for (unsigned b = 0; b < kBucketSlots; b++) n += peek(s->counters[op][b].calls);
+    if (op_used(s, op))
+      for (unsigned b = 0; b < kBucketSlots; b++) n += peek(s->counters[op][b].calls);
   return n;
 }
 
@@ -221,6 +223,7 @@ bool write_stats(Slot* s, format::ThreadState state) {
     return ok;
   };
   for (unsigned op = 0; op < kOps; op++) {
+    if (!op_used(s, op)) continue;
     for (unsigned b = 0; b < kBucketSlots; b++) {
       const Counter& c = s->counters[op][b];
       const uint64_t calls = peek(c.calls);

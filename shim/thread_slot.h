@@ -81,6 +81,10 @@ struct SlotHeader {
   uint32_t tid;
   uint32_t seq;                // snapshots written
   uint32_t n_latency_rows;
+  // Bit op set once a counter of op was written (counter_for_write): the readers of the counters
+  // skip the other ops' pages, which a reused slot has zeroed and given back (a read of each
+  // would be a page fault: 30 of them at every flush of a short thread's slot).
+  uint32_t used_ops;
   uint64_t first_tick, last_tick, last_flush_tick;
   uint64_t calls_at_flush;     // sum of all counters at the last flush
   uint64_t events_written, events_dropped, reentrant_calls;
@@ -134,6 +138,19 @@ struct Slot {
 };
 
 constexpr size_t kSlotBytes = (sizeof(Slot) + 4095) & ~size_t{4095};
+
+// The counter of (op, bucket), to be written: marks op as used (SlotHeader::used_ops), in the
+// header's first line, which every call reads anyway (its state word).
+inline Counter& counter_for_write(Slot* s, unsigned op, unsigned b) {
+  const uint32_t bit = 1u << op;
+  const uint32_t used = __atomic_load_n(&s->h.used_ops, __ATOMIC_RELAXED);
+  if (__builtin_expect((used & bit) == 0, 0)) __atomic_store_n(&s->h.used_ops, used | bit, __ATOMIC_RELAXED);
+  return s->counters[op][b];
+}
+// Whether a reader of the counters needs to look at op's.
+inline bool op_used(const Slot* s, unsigned op) {
+  return (__atomic_load_n(&s->h.used_ops, __ATOMIC_RELAXED) >> op & 1u) != 0;
+}
 
 // Relaxed single-writer updates: plain loads/stores in the generated code, yet race-free.
 inline void bump(uint64_t& x, uint64_t d) {
