@@ -111,7 +111,9 @@ Slot* attach_thread(ThreadCtx& t) {
       start_cpu_samples(s);
     } else if (g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive) {
       t.unobserved = 1;
-      say_once(3, "allocscope: more live threads than slots; further threads are not observed\n");
+      say_once(3, slot_mapping_failed()
+                      ? "allocscope: a new thread's slot could not be mapped (a memory limit); it and later threads without a slot are not observed\n"
+                      : "allocscope: more live threads than slots; further threads are not observed\n");
     }
   }
   errno = saved;

@@ -104,10 +104,25 @@ bool owner_gone(const Slot* s, int pid, int tid) {
   return owner == tid || sys::tgkill(pid, owner, 0) == -3;
 }
 
+std::atomic<bool> g_slot_unmapped{false};
+
+// Mapped without access first, then unlocked, then opened: a program that called
+// mlockall(MCL_FUTURE) has every new mapping locked, and a locked mapping that can be read is
+// filled at once (1.2 MiB a thread: a program of 64 threads grew from 6.5 MB to 87 MB).  Unlocked,
+// the slot takes only the pages it touches, as in any other program.
 Slot* new_slot() {
-  void* mem = sys::mmap(nullptr, kSlotBytes, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (!mem) return nullptr;
+  void* mem = sys::mmap(nullptr, kSlotBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!mem) {
+    g_slot_unmapped.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
+  sys::call(SYS_munlock, reinterpret_cast<long>(mem), static_cast<long>(kSlotBytes));
+  if (sys::failed(sys::call(SYS_mprotect, reinterpret_cast<long>(mem), static_cast<long>(kSlotBytes),
+                            PROT_READ | PROT_WRITE))) {
+    sys::munmap(mem, kSlotBytes);
+    g_slot_unmapped.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
   sys::madvise(mem, kSlotBytes, MADV_WIPEONFORK);
   Slot* s = static_cast<Slot*>(mem);
   s->h.state.store(kSlotReclaiming, std::memory_order_relaxed);
@@ -274,6 +289,8 @@ bool unwritten(Slot* s) {
 }
 
 }  // namespace
+
+bool slot_mapping_failed() { return g_slot_unmapped.load(std::memory_order_relaxed); }
 
 Slot* acquire_slot() {
   const int pid = g_ps->pid;

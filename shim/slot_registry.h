@@ -13,6 +13,8 @@ constexpr unsigned kMaxSlots = 4096;
 
 // A slot for the calling thread, initialised and Owned; null when the table is full.
 Slot* acquire_slot();
+// Whether a new slot could not be mapped (a memory or locked-memory limit), rather than all slots in use.
+bool slot_mapping_failed();
 
 // Writes the slot's pending events and a cumulative statistics snapshot. Returns false when the
 // slot is being flushed by someone else (never waits) or the profile is not writable.
