@@ -48,7 +48,10 @@ struct ThrowGuard {
 template <class Real>
 __attribute__((always_inline)) inline auto pass_reentrant(const ThreadCtx& t, Real real) {
   Slot* s = t.slot;
-  if (s && s->h.state.load(std::memory_order_relaxed) != kSlotFree) bump(s->h.reentrant_calls, 1);
+  if (s && s->h.state.load(std::memory_order_relaxed) != kSlotFree) {
+    bump(s->h.reentrant_calls, 1);
+    if (__builtin_expect((peek(s->h.reentrant_calls) & kReentrantCheckMask) == 0, 0)) check_left_inside(s);
+  }
   return real();
 }
 

@@ -144,6 +144,18 @@ bool make_trace_room(Slot* s) {
 
 void trace_flush_due(Slot* s) { flush_in_place(s); }
 
+// No call of the thread's took the shim's own path since the last check, 2^20 reentrant calls ago:
+// every decision stores last_tick, and one comes at least every kCheckEvery calls.
+void check_left_inside(Slot* s) {
+  ThreadCtx& t = t_ctx;
+  const uint64_t last = load_shared(s->h.last_tick);
+  if (last == t.reentrant_mark)
+    say_once(8, "allocscope: a thread's allocator calls all find the shim's bookkeeping in progress "
+                "(a signal handler that interrupted it and left with longjmp?): they are forwarded, "
+                "counted as reentrant, and not observed\n");
+  t.reentrant_mark = last;
+}
+
 
 Slot* enter_slow(ThreadCtx& t) {
   if (t.depth != 0) {  // re-entry: a libc-internal call, or a signal handler interrupting us

@@ -71,6 +71,7 @@ struct alignas(64) ThreadCtx {
   // The thread's alternate signal stack, [lo, hi), as it last set it (signal_api.h sigaltstack);
   // 0, 0: none.
   uint64_t alt_stack_lo, alt_stack_hi;
+  uint64_t reentrant_mark;  // the slot's last_tick at the last check_left_inside
 };
 
 static_assert(offsetof(ThreadCtx, next_close) + sizeof(uint64_t) <= 64, "the hot fields in one line");
@@ -155,6 +156,11 @@ struct CallInfo {
 void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1);
 bool make_trace_room(Slot* s);   // flushes a full trace buffer; false (counted) if still full
 void trace_flush_due(Slot* s);   // the periodic flush
+// Every 2^20th call that found the shim busy on its own thread (counted reentrant): a thread whose
+// calls all do so has left the shim without its way out (a signal handler that interrupted it and
+// ended with longjmp), and stays unobserved; said once.
+constexpr uint64_t kReentrantCheckMask = (uint64_t{1} << 20) - 1;
+void check_left_inside(Slot* s);
 
 // Appends one trace record (duration 0: not timed) to the thread's trace buffer.
 __attribute__((always_inline)) inline void append_trace(Slot* s, const CallInfo& call, uint64_t t0,
