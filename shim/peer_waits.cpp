@@ -396,7 +396,8 @@ namespace {
 // /proc/self/task/TID/status).  A thread that blocks it would keep it pending: a program that
 // takes its signals with sigwait or signalfd would read it as its own, and an exec would carry it
 // into the next program, where the default action of a real-time signal ends the process.
-bool takes_signal(const Slot* peer, int sig) {
+// Out of line: its 2 KiB buffer stays out of the frame of the turn that calls it.
+[[gnu::noinline]] bool takes_signal(const Slot* peer, int sig) {
   const int fd = open_task_file(load_shared(peer->h.tid), "status");
   if (fd < 0) return false;
   char buf[2048];
@@ -575,8 +576,9 @@ void drop_pending_hold_signal() {
 bool outside_turn(Slot* self, uint64_t now, bool allocating) {
   const SamplingConfig& c = g_sampling;
   uint64_t due = g_next_outside_turn.load(std::memory_order_relaxed);
-  if (now < due || !g_next_outside_turn.compare_exchange_strong(due, now + c.outside_gap, std::memory_order_relaxed))
-    return false;  // another thread takes this turn
+  if (now < due || on_alternate_stack(t_ctx) ||
+      !g_next_outside_turn.compare_exchange_strong(due, now + c.outside_gap, std::memory_order_relaxed))
+    return false;  // another thread takes this turn (or this one, off a handler's alternate stack)
   // Only the thread that won the turn counts it: every kTurnsPerLook-th turn looks too.
   const uint64_t turn = g_outside_turns.fetch_add(1, std::memory_order_relaxed);
   const bool scheduled_look = turn % format::kTurnsPerLook == 0;
@@ -679,7 +681,7 @@ void drop_probe() {
 void look_at_peers(Slot* self, uint64_t now) {
   ThreadCtx& t = t_ctx;
   const SamplingConfig& c = g_sampling;
-  if (now < t.next_look || c.look_gap == 0 || g_unreadable.load(std::memory_order_relaxed)) return;
+  if (now < t.next_look || c.look_gap == 0 || g_unreadable.load(std::memory_order_relaxed) || on_alternate_stack(t)) return;
   t.next_look = now + c.look_gap;
   if (!make_look_room(self)) return;
   uint64_t since = 0;

@@ -475,6 +475,21 @@ bool process_active() {
   return result == kModeActive;
 }
 
+// The one line about a failed write, in a frame of its own: its 4 KiB buffer would otherwise sit in
+// every write_chunk's frame, on whatever stack the write runs (a signal handler's, say).
+[[gnu::noinline, gnu::cold]] void say_write_failed(long r) {
+  if (r == kNotOurs) {
+    say_once(7, "allocscope: the program closed the descriptor of the profile ", g_ps->path,
+             "; recording stops here\n");
+  } else {
+    char line[4300];
+    TextBuffer m(line, sizeof line);
+    m.put("allocscope: writing the profile ").put(g_ps->path).put(" failed (")
+        .put(strerror(static_cast<int>(-r))).put("): the profile is cut short here\n");
+    say_once(5, line);
+  }
+}
+
 bool write_chunk(format::ChunkType type, unsigned char* buf, size_t payload_len) {
   auto* ch = reinterpret_cast<format::ChunkHeader*>(buf);
   ch->magic = format::kChunkMagic;
@@ -486,18 +501,7 @@ bool write_chunk(format::ChunkType type, unsigned char* buf, size_t payload_len)
   const long r = append(buf, sizeof *ch + payload_len);
   if (r == 0) return true;
   g_ps->write_errors.fetch_add(1, std::memory_order_relaxed);
-  if (g_ps->write_warned.exchange(1) == 0) {
-    if (r == kNotOurs) {
-      say_once(7, "allocscope: the program closed the descriptor of the profile ", g_ps->path,
-               "; recording stops here\n");
-    } else {
-      char line[4300];
-      TextBuffer m(line, sizeof line);
-      m.put("allocscope: writing the profile ").put(g_ps->path).put(" failed (")
-          .put(strerror(static_cast<int>(-r))).put("): the profile is cut short here\n");
-      say_once(5, line);
-    }
-  }
+  if (g_ps->write_warned.exchange(1) == 0) say_write_failed(r);
   // Stop writing: later chunks after a partial one would not be readable anyway.
   int active = kModeActive;
   g_ps->mode.compare_exchange_strong(active, kModeTornDown);

@@ -123,6 +123,7 @@ Slot* attach_thread(ThreadCtx& t) {
 void flush_in_place(Slot* s);
 
 void flush_in_place(Slot* s) {
+  if (on_alternate_stack(t_ctx)) return;  // the thread's next call on its own stack flushes
   const int saved = errno;
   flush_slot(s, format::ThreadState::Running);
   errno = saved;
@@ -298,14 +299,13 @@ namespace {
 Timing untimed_decision(ThreadCtx& t, Slot* s, const SamplingConfig& c, uint64_t now, bool was_timing, bool allocating) {
   t.countdown = c.sample_every == 0 ? kCheckEveryCountOnly : next_check_interval(t, now, c, was_timing);
   bool probe = false;
-  if (__builtin_expect(outside_turn_due(now), 0) && !on_alternate_stack(t)) {
+  if (__builtin_expect(outside_turn_due(now), 0)) {
     probe = outside_turn(s, now, allocating);
     t.last_check = ticks();  // the turn's microseconds are not the calls' pace
     t.sw_valid = 0;
   }
   store_shared(s->h.last_tick, now);
-  if (now - load_shared(s->h.last_flush_tick) > c.flush_interval && !on_alternate_stack(t))
-    flush_in_place(s);  // (checks the mode)
+  if (now - load_shared(s->h.last_flush_tick) > c.flush_interval) flush_in_place(s);  // (checks the mode)
   return Timing{probe ? ticks() : 0, false};
 }
 
@@ -413,8 +413,7 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
   if (g_trace) {
     append_trace(s, call, t0, d ? d : 1, stack);  // a duration of 0 means "not timed"
     store_shared(s->h.last_tick, t1);
-    if (t1 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval && !on_alternate_stack(t_ctx))
-      flush_in_place(s);
+    if (t1 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval) flush_in_place(s);
     return;
   }
   e.start_tick = t0;
@@ -427,7 +426,6 @@ void record_timed(Slot* s, const CallInfo& call, uint64_t t0, uint64_t t1) {
   e.stack_id = stack;
   if (!s->h.ring.push(e)) bump(s->h.events_dropped, 1);
   store_shared(s->h.last_tick, t1);
-  if (on_alternate_stack(t_ctx)) return;  // the next call on the thread's own stack flushes
   if (g_sampling.look_gap) look_at_peers(s, t1);
   if (t1 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval) {
     flush_in_place(s);

@@ -82,8 +82,10 @@ extern __thread ThreadCtx t_ctx __attribute__((tls_model("initial-exec")));
 // write the fields one by one, and an 8-byte load of two separate 4-byte stores would stall.
 inline bool fast_path_open(const ThreadCtx& t) { return t.countdown > 1 && t.depth == 0; }
 // A signal handler of the program's on its alternate stack calls the allocator: that stack may be
-// a few KiB (SIGSTKSZ), so the shim leaves there what needs kilobytes of stack of its own — the
-// profile's writes, the looks and holds — to the thread's next call on its own stack.
+// a few KiB (SIGSTKSZ), so what needs kilobytes of stack of its own — the profile's writes
+// (flush_in_place, flush_buffers), the turns outside the windows and the looks (peer_waits.h), a
+// dead thread's slot taken over (acquire_slot) — returns at once there, and is left to the thread's
+// next call on its own stack.
 inline bool on_alternate_stack(const ThreadCtx& t) {
   const uint64_t sp = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
   return sp - t.alt_stack_lo < t.alt_stack_hi - t.alt_stack_lo;
@@ -190,8 +192,7 @@ __attribute__((always_inline)) inline void append_trace(Slot* s, const CallInfo&
 __attribute__((always_inline)) inline void record_untimed(Slot* s, const CallInfo& call, uint64_t t0) {
   append_trace(s, call, t0, 0, 0);
   store_shared(s->h.last_tick, t0);
-  if (__builtin_expect(t0 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval, 0) &&
-      !on_alternate_stack(t_ctx))
+  if (__builtin_expect(t0 - load_shared(s->h.last_flush_tick) > g_sampling.flush_interval, 0))
     trace_flush_due(s);
 }
 void read_thread_rusage(format::Rusage& out);

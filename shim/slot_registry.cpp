@@ -372,6 +372,7 @@ bool flush_slot(Slot* s, format::ThreadState state) {
 }
 
 bool flush_buffers(Slot* s) {
+  if (on_alternate_stack(t_ctx)) return false;  // recorder.h: not on a signal handler's small stack
   uint32_t expected = 0;
   if (!s->h.flushing.compare_exchange_strong(expected, 1, std::memory_order_acquire)) return false;
   bool ok = g_ps && g_ps->mode.load(std::memory_order_acquire) == kModeActive &&
