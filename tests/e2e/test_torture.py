@@ -348,8 +348,7 @@ class Requests(RobustnessCase):
         that realloc, get glibc's answer, as without the shim (they once got 0, and realloc copied
         nothing: perl, python and git crashed or failed under it)."""
         lib = os.path.join(BUILD, "tests", "allocators", "libcache_alloc.so")
-        if not os.path.exists(lib):
-            self.skipTest("libcache_alloc.so was not built")
+        self.assertTrue(os.path.exists(lib), f"{lib}: the test allocators are part of the build")
         prog = torture("requests-glibc")
         run = self.run_recorded([prog], "req-cache.asp", allocator=lib)
         plain = self.run_plain([prog], env={"LD_PRELOAD": lib})
