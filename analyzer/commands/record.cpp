@@ -15,7 +15,7 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: allocscope record [-o FILE [--force]] [--allocator NAME|PATH] [--sample N] [--trace]\n"
-    "                         [--stacks[=N]] [--locks] [--] CMD [ARGS...]\n"
+    "                         [--stacks[=N]] [--locks] [--no-lock-test] [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the allocscope shim preloaded and writes its allocator profile.\n"
     "\n"
@@ -35,6 +35,9 @@ constexpr std::string_view kUsage =
     "                      mutexes, rwlocks, spin locks, condition variables) per lock and call\n"
     "                      site, and sample each thread's CPU time: inside allocator calls, lock\n"
     "                      calls, or elsewhere\n"
+    "  --no-lock-test      skip the lock test run after a program of two threads or more: a\n"
+    "                      process of its own that holds a thread inside the same allocator\n"
+    "                      and watches whether another one goes on (up to 3 s)\n"
     "  -h, --help          this help\n"
     "\n"
     "Exit status: CMD's (128+N if a signal N killed it, 127 if it could not be run);\n"
@@ -66,6 +69,7 @@ std::optional<RecordOptions> parse_record_options(CommandArgs args) {
           .flag("--force", options.force)
           .flag("--trace", options.trace)
           .flag("--locks", options.locks)
+          .flag("--no-lock-test", options.no_lock_test)
           .optional_value("--stacks", [&](const std::optional<std::string>& v) {
             options.stacks_every = v ? parse_sample_rate("record", "--stacks", *v) : 64;
           })

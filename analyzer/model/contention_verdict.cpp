@@ -586,9 +586,51 @@ Decision by_parallel_calls(const ContentionInputs& in) {
   return Decision{ContentionKind::None, ContentionReason::Parallel, confidence};
 }
 
+// Times the program's threads were seen inside the allocator together: timed calls that met
+// another thread inside, probes that did, looks at a thread inside a call (made by a thread about
+// to call).  Two threads that only ever take turns by other means (a condition variable) leave none.
+uint64_t seen_together(const ContentionInputs& in) {
+  const PeerWaitMeasure& p = in.peers;
+  return in.allocating.met + in.freeing.met + (p.probes - std::min(p.probes, p.probes_unmet)) + p.looks;
+}
+
+// Signs in the run that threads waited for each other inside the allocator somewhere: slow calls
+// that slept more often than those made alone, looks that found threads asleep on locks, met
+// calls clearly slower.
+bool waits_seen(const ContentionInputs& in) {
+  const PeerWaitMeasure& p = in.peers;
+  return sleeps_for_others(in) ||
+         (p.futex_waits >= kMinPlacesSleepers && wilson_low(p.futex_waits, p.looks) >= kPlacesSleepShare) ||
+         any_slower_than(in.allocating, kExcludedAbove) || any_slower_than(in.freeing, kExcludedAbove);
+}
+
+// The lock test (lock_test.h) decides what the lock is where it is conclusive: one lock for
+// every allocation, or none that allocations of different sizes share. The run then says whether
+// its threads met there: together inside the allocator (one lock: they took turns at it), or
+// waiting somewhere (no lock for all: contention in places), or neither.
+Rule by_lock_test(const ContentionInputs& in) {
+  constexpr uint64_t kMinTogether = 5;
+  const LockTestFinding& t = in.lock_test;
+  switch (t.kind) {
+    case LockTestKind::OneLockForAll:
+      if (seen_together(in) >= kMinTogether)
+        return Decision{ContentionKind::GlobalLock, ContentionReason::LockTestOneLock, t.confidence};
+      return std::nullopt;
+    case LockTestKind::NoSharedLock:
+    case LockTestKind::NoLockAcrossSizes:
+    case LockTestKind::LockPerClass:
+      if (waits_seen(in)) return Decision{ContentionKind::Partial, ContentionReason::LockTestWaitsInPlaces, t.confidence};
+      if (in.timed == 0) return std::nullopt;
+      return Decision{ContentionKind::None, ContentionReason::LockTestNoLock, t.confidence};
+    default:
+      return std::nullopt;
+  }
+}
+
 // The rules in order (docs/analysis.md, "The verdict").
 Decision decide(const ContentionInputs& in) {
   if (in.busy_threads < 2) return Decision{ContentionKind::SingleThread, ContentionReason::OneThread, 1.0};
+  if (const Rule d = by_lock_test(in)) return *d;
   if (in.timed == 0) return Decision{ContentionKind::Unsure, ContentionReason::NotTimed, 0};
   if (const Rule d = by_holds(in)) return *d;
   // Turns that leave it unsure — too few ends of sizes twice apart to say whether they span the

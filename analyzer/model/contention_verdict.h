@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "model/completion_coincidence.h"
+#include "model/lock_test.h"
 #include "model/peer_waits.h"
 #include "model/sleep_pairs.h"
 #include "util/fine_histogram.h"
@@ -126,6 +127,10 @@ enum class ContentionReason : uint8_t {
                       // a lock the timed calls do not show (unsure)
   FewHoldsPassed,     // met calls no slower and ends as chance says, but too few allocations went past a thread
                       // held inside a call to show that no lock stops them (unsure)
+  LockTestOneLock,    // the lock test: a thread held inside malloc stopped another's allocations of sizes apart,
+                      // and the program's threads were inside the allocator at the same time
+  LockTestNoLock,     // the lock test found no lock that allocations share, and the run saw no thread wait
+  LockTestWaitsInPlaces,  // … no lock that allocations of every size share, yet threads waited inside the allocator
 };
 
 // "none" and "partial", where the shim held threads: allocations that went past a held thread, at
@@ -158,6 +163,7 @@ struct ContentionInputs {
   double alone_median_ns = 0;             // the median duration of the timed calls made alone (by_inside's first row)
   uint64_t calls = 0;                     // allocator calls, timed or not
   bool sparse_calls = false;              // CostReport::sparse_calls: none timed for too few calls, not too short a run
+  LockTestFinding lock_test;              // what `record`'s lock test found (lock_test.h)
 };
 
 struct ContentionVerdict {

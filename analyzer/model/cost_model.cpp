@@ -262,6 +262,7 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
     if (row.inside == 1) evidence.alone_median_ns = row.p50_ns;
   evidence.calls = r.calls;
   evidence.sparse_calls = r.sparse_calls;
+  evidence.lock_test = read_lock_test(profile.lock_test);
   c.verdict = judge_contention(evidence);
 }
 

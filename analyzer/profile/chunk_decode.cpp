@@ -396,6 +396,19 @@ format::CpuSamples decode_cpu_samples(PayloadCursor& in) {
   return c;
 }
 
+LockTestRecord decode_lock_test(PayloadCursor& in) {
+  const uint64_t at = in.offset();
+  LockTestRecord r;
+  r.test = in.take<format::LockTest>("LockTest");
+  const auto status = static_cast<format::LockTestStatus>(r.test.status);
+  if (status != format::LockTestStatus::Ran && status != format::LockTestStatus::NotRun &&
+      status != format::LockTestStatus::Failed)
+    in.fail_at(at, fmt::format("LockTest: unknown status {}", r.test.status));
+  r.detail = in.take_string(r.test.detail_len, "LockTest detail");
+  in.expect_end("LockTest");
+  return r;
+}
+
 }  // namespace
 
 ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, const std::string& file,
@@ -414,6 +427,7 @@ ChunkBody decode_chunk(uint16_t type, std::span<const unsigned char> payload, co
     case ChunkType::LockWaits: return decode_lock_waits(in);
     case ChunkType::PeerWaits: return decode_peer_waits(in);
     case ChunkType::CpuSamples: return decode_cpu_samples(in);
+    case ChunkType::LockTest: return decode_lock_test(in);
   }
   in.fail(fmt::format("cannot decode chunk {}", chunk_type_name(type)));
 }

@@ -91,9 +91,16 @@ struct PeerWaitsRecord {
   std::vector<format::PeerWait> waits;
 };
 
+// What the lock test found, with the text that says what was run (format.h LockTest).
+struct LockTestRecord {
+  format::LockTest test{};
+  std::string detail;
+};
+
 using ChunkBody = std::variant<ProcessRecord, format::Calibration, ThreadStatsRecord, EventsRecord,
                                format::ProcessEnd, NoteRecord, TraceEventsRecord, StacksRecord,
-                               ModulesRecord, LockWaitsRecord, PeerWaitsRecord, format::CpuSamples>;
+                               ModulesRecord, LockWaitsRecord, PeerWaitsRecord, format::CpuSamples,
+                               LockTestRecord>;
 
 struct Chunk {
   uint64_t offset = 0;  // file offset of the chunk header

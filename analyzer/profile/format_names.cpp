@@ -20,13 +20,14 @@ std::string chunk_type_name(uint16_t type) {
     case ChunkType::LockWaits: return "LockWaits";
     case ChunkType::PeerWaits: return "PeerWaits";
     case ChunkType::CpuSamples: return "CpuSamples";
+    case ChunkType::LockTest: return "LockTest";
   }
   return fmt::format("type {}", type);
 }
 
 bool is_known_chunk_type(uint16_t type) {
   return type >= static_cast<uint16_t>(ChunkType::Process) &&
-         type <= static_cast<uint16_t>(ChunkType::CpuSamples);
+         type <= static_cast<uint16_t>(ChunkType::LockTest);
 }
 
 std::string libc_name(uint8_t libc) {

@@ -1,5 +1,8 @@
 #include "profile/peek.h"
 
+#include <cstdio>
+#include <memory>
+#include <set>
 #include <string_view>
 #include <variant>
 
@@ -24,6 +27,25 @@ std::optional<ProcessRecord> read_process(const std::filesystem::path& path) {
     if (const auto* p = std::get_if<ProcessRecord>(&chunk.body)) return *p;
   }
   return std::nullopt;
+}
+
+uint32_t threads_with_statistics(const std::filesystem::path& path, uint32_t enough) {
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) return 0;
+  std::set<uint32_t> serials;
+  long at = sizeof(format::FileHeader);
+  format::ChunkHeader header;
+  while (serials.size() < enough && std::fseek(file.get(), at, SEEK_SET) == 0 &&
+         std::fread(&header, sizeof header, 1, file.get()) == 1 && header.magic == format::kChunkMagic &&
+         header.payload_size <= format::kMaxChunkPayload) {
+    uint32_t serial = 0;
+    if (header.type == static_cast<uint16_t>(format::ChunkType::ThreadStats) &&
+        std::fread(&serial, sizeof serial, 1, file.get()) == 1) {
+      serials.insert(serial);
+    }
+    at += static_cast<long>(sizeof header + header.payload_size);
+  }
+  return static_cast<uint32_t>(serials.size());
 }
 
 }  // namespace allocscope

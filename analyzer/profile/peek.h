@@ -16,4 +16,9 @@ std::optional<format::Calibration> read_calibration(const std::filesystem::path&
 // The Process chunk, which the shim writes first (looked for among the first 8 chunks), or nothing.
 std::optional<ProcessRecord> read_process(const std::filesystem::path& path);
 
+// How many threads wrote statistics (the distinct thread_serial of the ThreadStats chunks), read
+// from the chunk headers alone (nothing is checked: a damaged file is load_profile's to report);
+// counting stops at `enough`.
+uint32_t threads_with_statistics(const std::filesystem::path& path, uint32_t enough);
+
 }  // namespace allocscope

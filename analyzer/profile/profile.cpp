@@ -169,6 +169,9 @@ class ProfileBuilder {
     if (!inserted && c.seq >= it->second.seq) it->second = c;
   }
 
+  // Written once, after the program ended; a later one (a file recorded into twice) replaces it.
+  void apply(const LockTestRecord& test) { profile_.lock_test = test; }
+
   void apply(const PeerWaitsRecord& peers) {
     for (const format::PeerWait& w : peers.waits) profile_.peer_waits.push_back({peers.header.thread_serial, w});
   }

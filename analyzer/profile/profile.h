@@ -67,6 +67,9 @@ struct Profile {
   // CpuSamples chunks (kModeCpuSamples): per thread_serial the one with the highest seq.
   std::map<uint32_t, format::CpuSamples> cpu_samples;
   ModuleMap modules;   // Modules chunks
+  // The LockTest chunk `record` appends after the program ended: whether one lock of the
+  // allocator stops every thread (model/lock_test.h reads it).
+  std::optional<LockTestRecord> lock_test;
   // PeerWaits chunks: every record, with the serial of the thread that looked, in file order.
   struct PeerLook {
     uint32_t observer;

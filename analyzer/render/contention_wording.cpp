@@ -54,6 +54,32 @@ std::string slept_clause(const ContentionInputs& in, const char* joiner) {
 
 }  // namespace
 
+// What the lock test (model/lock_test.h) found, in a sentence.
+std::string lock_test_text(const LockTestFinding& t) {
+  switch (t.kind) {
+    case LockTestKind::NotRun:
+      return t.detail.empty() ? "no lock test: the profile was not recorded by `allocscope record` (or with "
+                                "--no-lock-test)"
+                              : "no lock test: " + t.detail;
+    case LockTestKind::Failed: return "the lock test failed: " + t.detail;
+    default: break;
+  }
+  const char* found = "";
+  switch (t.kind) {
+    case LockTestKind::OneLockForAll: found = "one lock that every allocation takes, whatever its size"; break;
+    case LockTestKind::LockPerClass: found = "a lock per size class: allocations of one size stop each other, of sizes apart never"; break;
+    case LockTestKind::NoSharedLock: found = "no lock that allocations of two threads share"; break;
+    case LockTestKind::NoLockAcrossSizes: found = "no lock that allocations of sizes apart share"; break;
+    default: found = "nothing conclusive"; break;
+  }
+  return fmt::format("the lock test ({}) held one of two threads inside malloc now and then while the other kept "
+                     "allocating a size three powers of two apart (48 B and 400 B): {} of {} holds stopped the other "
+                     "thread at its next allocation ({} later; held between calls instead, {} of {}; {} holds told "
+                     "nothing, the other thread waiting for a CPU) — found: {}",
+                     t.detail, t.apart.stopped, t.apart.told, t.apart.stopped_later, t.between.stopped,
+                     t.between.told, t.apart.preempted, found);
+}
+
 std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
   const ContentionInputs& in = v.inputs;
   std::vector<EvidenceItem> items;
@@ -112,6 +138,16 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  "does not)",
                                  p.holds, p.holds_apart_low_released, p.holds_apart_low_released_threads,
                                  p.holds_released)});
+  }
+  if (const LockTestFinding& t = in.lock_test; t.kind != LockTestKind::NotRun || !t.detail.empty()) {
+    items.push_back({"lock_test", t.apart.share(), lock_test_text(t)});
+    if (t.same.told > 0) {
+      items.push_back({"lock_test_same_size", t.same.share(),
+                       fmt::format("in the lock test, with both threads asking for one size (48 B): {} of {} holds "
+                                   "inside malloc stopped the other thread at its next allocation (a lock per size "
+                                   "class stops it here, and only here)",
+                                   t.same.stopped, t.same.told)});
+    }
   }
   if (in.holds_recorded) {
     const PeerWaitMeasure& p = in.peers;
@@ -331,6 +367,21 @@ std::string contention_reason(const ContentionVerdict& v) {
                          "in places, not one lock for every call",
                          ends_text(in.ends, in.ends_near_ns), measure_text(a), in.peers.futex_waits, in.peers.looks,
                          in.peers.words, in.peers.words == 1 ? "" : "s");
+    case ContentionReason::LockTestOneLock:
+      return fmt::format("{}; and the program's threads were inside the allocator together ({} timed calls met "
+                         "another thread inside, {} looks found one inside a call): they take turns at that lock",
+                         lock_test_text(in.lock_test), in.allocating.met + in.freeing.met, in.peers.looks);
+    case ContentionReason::LockTestNoLock:
+      return fmt::format("{}; and no thread was seen waiting inside the allocator ({} of {} slow calls slept, {} of {} "
+                         "looks found a thread asleep in a futex wait)",
+                         lock_test_text(in.lock_test), in.slow_slept, in.slow_switched, in.peers.futex_waits,
+                         in.peers.looks);
+    case ContentionReason::LockTestWaitsInPlaces:
+      return fmt::format("{}; yet threads waited inside the allocator ({} of {} slow calls slept, {} made alone; {} of "
+                         "{} looks found a thread asleep in a futex wait; {}): locks that some calls take are "
+                         "contended",
+                         lock_test_text(in.lock_test), in.slow_slept, in.slow_switched, in.slow_alone_slept,
+                         in.peers.futex_waits, in.peers.looks, measure_text(a));
     case ContentionReason::Ambiguous:
       return fmt::format("neither measure settles it: {}; {}", ends_text(in.ends, in.ends_near_ns), measure_text(a));
     case ContentionReason::MixedClasses:

@@ -86,6 +86,17 @@ void write_contention_verdict(JsonWriter& w, const ContentionVerdict& v) {
   w.field("advice", contention_advice(v));
   w.field("blocking", v.blocking).field("oversubscribed", v.oversubscribed);
   w.field("cpus", v.inputs.cpus);
+  const LockTestFinding& t = v.inputs.lock_test;
+  w.key("lock_test").begin_object();
+  w.field("result", lock_test_kind_name(t.kind)).field("detail", t.detail);
+  const auto holds = [&](const char* key, const LockTestHolds& h) {
+    w.key(key).begin_object().field("told", h.told).field("stopped", h.stopped);
+    w.field("stopped_later", h.stopped_later).field("preempted", h.preempted).end_object();
+  };
+  holds("apart", t.apart);
+  holds("same_size", t.same);
+  holds("between_calls", t.between);
+  w.end_object();
 }
 
 namespace {

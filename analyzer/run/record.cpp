@@ -11,6 +11,7 @@
 
 #include "run/allocator_lookup.h"
 #include "run/child_process.h"
+#include "run/lock_test.h"
 #include "run/program_check.h"
 #include "profile/profile.h"
 #include "run/shim_lookup.h"
@@ -266,6 +267,11 @@ Recording record_with_plan(const RecordOptions& options) {
   std::error_code ec;
   run.profile_written = fs::exists(run.profile, ec);
   for (const auto& name : other_profile_names(plan, run.child.pid, before)) run.other_profiles.push_back(plan.dir / name);
+  if (!options.no_lock_test) {
+    std::vector<fs::path> profiles = run.other_profiles;
+    if (run.profile_written) profiles.insert(profiles.begin(), run.profile);
+    add_lock_tests(profiles, spec.env, shim);
+  }
   return recording;
 }
 

@@ -32,6 +32,7 @@ struct RecordOptions {
   bool trace = false;                           // --trace: every call
   std::optional<uint32_t> stacks_every;         // --stacks[=N]: a stack on 1 timed call in N
   bool locks = false;                           // --locks: the program's contended lock waits
+  bool no_lock_test = false;                    // --no-lock-test: no lock test after the run (run/lock_test.h)
   std::vector<std::string> command;             // CMD ARGS…
   std::optional<std::filesystem::path> program; // what to execute for CMD (default: CMD looked up in PATH)
   std::optional<std::filesystem::path> command_output;  // CMD's stdout and stderr go here (not a

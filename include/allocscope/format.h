@@ -34,6 +34,8 @@
 //                PeerWaitsHeader.  Each chunk holds new records only.
 //   CpuSamples   (lock tracing) where one thread was when its CPU time was sampled: see
 //                CpuSamples.  Cumulative like ThreadStats.
+//   LockTest     written by `allocscope record` after the program ended, never by the shim:
+//                LockTest, then a UTF-8 text of detail_len bytes (what was run, or why not).
 //
 // Times are in ticks of the clock named by Calibration::clock (TSC or CLOCK_MONOTONIC ns);
 // tick_hz converts them.  Pairs (tick, mono_ns) in several chunks let a reader refine tick_hz.
@@ -72,6 +74,7 @@ enum class ChunkType : uint16_t {
   LockWaits = 10,
   PeerWaits = 11,
   CpuSamples = 12,
+  LockTest = 13,
 };
 
 struct ChunkHeader {
@@ -559,6 +562,39 @@ struct CpuSamples {
   uint64_t in_cond;        // inside a traced pthread_cond_wait / _timedwait
 };
 static_assert(sizeof(CpuSamples) == 48);
+
+// --- Lock test ---------------------------------------------------------------------------------
+// What allocscope-lockprobe (lockprobe/lockprobe.c) found when `record` ran it after the program
+// ended, with the program's environment and allocator: two threads of its own allocate; one is
+// held by a signal where it was, and the other is watched.  counts[phase][where][outcome]: phase
+// kLockTestApart (the two ask for sizes three powers of two apart) or kLockTestSame (one size);
+// where the held thread was; what the watched thread did meanwhile.
+enum class LockTestStatus : uint8_t { Ran = 1, NotRun = 2, Failed = 3 };
+enum LockTestPhase { kLockTestApart = 0, kLockTestSame = 1, kLockTestPhases = 2 };
+enum LockTestWhere {
+  kHeldOutside = 0,        // between its calls
+  kHeldInMalloc = 1,       // inside malloc
+  kHeldInFree = 2,         // inside free
+  kHeldAfterSyscall = 3,   // inside malloc, just back from a system call (a waiter: it held no lock)
+  kLockTestWheres = 4
+};
+enum LockTestOutcome {
+  kWatchedPassed = 0,        // completed calls until the hold's last 25 µs
+  kWatchedStopped = 1,       // stopped within 2 calls of the hold's start, spinning or asleep in a futex wait
+  kWatchedStoppedLater = 2,  // stopped likewise after more calls
+  kWatchedPreempted = 3,     // stopped while waiting for a CPU: tells nothing
+  kWatchedOther = 4,         // asleep in another system call
+  kLockTestOutcomes = 5
+};
+struct LockTest {
+  uint8_t status;      // LockTestStatus
+  uint8_t libc;        // Libc the probe ran with
+  uint16_t reserved;
+  uint32_t lost;       // holds that never ended
+  uint32_t counts[kLockTestPhases][kLockTestWheres][kLockTestOutcomes];
+  uint32_t detail_len;
+};
+static_assert(sizeof(LockTest) == 172);
 
 enum class ExitKind : uint32_t { Exit = 1, UnderscoreExit = 2, Exec = 3, Explicit = 4 };
 

@@ -38,9 +38,9 @@ class E2ETestCase(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def record(self, argv, allocator=None, sample=None, env=None, out="run.asp", timeout=600):
+    def record(self, argv, allocator=None, sample=None, env=None, out="run.asp", timeout=600, options=()):
         path = os.path.join(self.dir, out)
-        cmd = [CLI, "record", "-o", path]
+        cmd = [CLI, "record", "-o", path, *options]
         if allocator and allocator != "glibc":
             cmd += ["--allocator", allocator]
         if sample is not None:

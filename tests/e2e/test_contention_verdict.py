@@ -80,7 +80,11 @@ class VerdictCase(E2ETestCase):
             # Called a lock only when calls were seen taking turns, asleep on one word, or
             # sleeping behind calls of sizes twice apart that join most sizes (docs/analysis.md).
             kinds = {e["kind"]: e["value"] for e in c["evidence"]}
-            if kinds.get("ends_coincide", 1) >= 0.9 and "wait on one lock" in c["reason"]:
+            if c["reason"].startswith("the lock test"):
+                # The lock test found one lock for every allocation, and the threads met inside.
+                self.assertEqual(c["lock_test"]["result"], "one_lock_for_all", c)
+                self.assertIn("lock_test", kinds)
+            elif kinds.get("ends_coincide", 1) >= 0.9 and "wait on one lock" in c["reason"]:
                 self.assertGreaterEqual(kinds.get("sleepers_on_one_word", 0), 0.9, c)
             elif kinds.get("ends_coincide", 1) >= 0.9 and c["reason"].startswith("allocations sleep inside"):
                 self.assertGreater(kinds.get("probes_asleep_beside_sizes_apart", 0), 0.05, c)
@@ -98,12 +102,17 @@ class VerdictCase(E2ETestCase):
         elif c["verdict"] == "none":
             self.assertIn("do not wait for each other", j["verdict"]["text"])
             self.assertNotIn("global lock", j["verdict"]["text"])
-            # … and none only when ends coincide as chance says and met calls are not slower
-            # (S + 3σ < 0.52, or S + 2σ < 0.54 where no slow call slept: docs/analysis.md).
             kinds = {e["kind"]: e["value"] for e in c["evidence"]}
-            self.assertGreater(kinds["ends_coincide"], 0.9, c)
-            self.assertLess(kinds["met_slower"], 0.54, c)
-        if c["verdict"] in ("none", "partial"):
+            if c["reason"].startswith("the lock test"):
+                # … from the lock test: no lock that allocations share, and no thread seen waiting.
+                self.assertIn(c["lock_test"]["result"], ("no_shared_lock", "no_lock_across_sizes", "lock_per_class"), c)
+                self.assertEqual(c["lock_test"]["apart"]["stopped"] * 5 < c["lock_test"]["apart"]["told"], True, c)
+            else:
+                # … or when ends coincide as chance says and met calls are not slower
+                # (S + 3σ < 0.52, or S + 2σ < 0.54 where no slow call slept: docs/analysis.md).
+                self.assertGreater(kinds["ends_coincide"], 0.9, c)
+                self.assertLess(kinds["met_slower"], 0.54, c)
+        if c["verdict"] in ("none", "partial") and not c["reason"].startswith("the lock test"):
             # Where the shim held threads, five calls at least went on past a held one.
             passed = {e["kind"]: e["value"] for e in c["evidence"]}.get("holds_passed")
             self.assertTrue(passed is None or passed >= 5, c)

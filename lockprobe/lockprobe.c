@@ -1,0 +1,336 @@
+// allocscope-lockprobe: does one lock of the allocator stop every thread's allocations?
+//
+// An experiment on the allocator a program ran with, made in a process of its own after the
+// program has ended (`allocscope record` runs it with the program's environment and allocator:
+// analyzer/run/lock_test.cpp). It never runs inside the observed program, which must not get a
+// helper thread.
+//
+// Two worker threads allocate and free all the time, each its own size. Now and then the main
+// thread sends one of them a signal; its handler keeps that worker where the signal found it —
+// inside malloc, inside free, or between calls — for kHoldNs, and meanwhile watches the other
+// worker's completed calls (two workers: on two CPUs, neither waits for a CPU behind a third). Under one lock that every allocation takes, a worker held while it
+// holds that lock stops the others at their next allocation, whatever their sizes; under a lock
+// per size class it stops only workers of its own class; without a shared lock it stops nobody.
+// A worker that made no progress is told apart from one that merely lost its CPU: it either used
+// the CPU meanwhile (spinning on a lock) or sleeps in a futex wait (its /proc syscall file); a
+// worker waiting for a CPU proves nothing and is counted as such.
+//
+// Two phases: sizes twice apart or more (48 and 400 bytes: three powers of two apart), then
+// one size for all (48 bytes). Output, on stdout, one line per counter:
+//   allocscope-lockprobe 1
+//   allocator <the object that defines malloc here>
+//   <phase> <where> <held worker> <watched worker> <outcome> <count>
+//   lost <holds that never ended>
+// A phase ends once kEnough holds inside malloc told something (passed or stopped), or when its
+// share of --max-seconds is spent (a busy machine leaves fewer).
+// phase: apart | same; where: malloc | malloc_syscall | free | outside (where the held worker was);
+// outcome: passed | stopped | stopped_later | preempted | other. Exit status 0, or 1 with a reason
+// on stderr.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+enum { kWorkers = 2, kRing = 16 };
+// Where the held worker was: kInMallocSyscall is inside malloc, just back from a system call (a
+// waiter woken by the signal: it held no lock then), told by the instruction before its program
+// counter (x86-64 only; elsewhere every hold inside malloc counts as kInMalloc).
+enum { kOut = 0, kInMalloc = 1, kInFree = 2, kInMallocSyscall = 3, kWheres = 4 };
+enum { kPassed, kStopped, kStoppedLater, kPreempted, kOther, kOutcomes };
+enum { kApart = 0, kSame = 1, kPhases = 2 };
+
+static const char* const kWhereNames[kWheres] = {"outside", "malloc", "free", "malloc_syscall"};
+static const char* const kOutcomeNames[kOutcomes] = {"passed", "stopped", "stopped_later", "preempted", "other"};
+static const char* const kPhaseNames[kPhases] = {"apart", "same"};
+static const size_t kApartSizes[kWorkers] = {48, 400};
+static const size_t kSameSize = 48;
+
+static const int64_t kHoldNs = 100000;      // how long a held worker is kept
+static const int64_t kProgressTailNs = 25000;  // progress within this much of the end: passed
+static const int kStoppedAtOnce = 2;        // at most this many calls completed after the hold began
+static const unsigned long kEnough = 120;
+static const unsigned kControlEvery = 4;
+
+struct worker {
+  pthread_t thread;
+  pid_t tid;
+  clockid_t cpu_clock;
+  size_t size;                 // written by main between phases
+  volatile int gate;           // kOut, kInMalloc, kInFree: written by the worker itself
+  uint64_t completed;          // calls completed (atomic, read by the others' handlers)
+  int index;
+  int hold_done;               // set by the handler: 1 a hold has ended, 2 it returned at once
+  unsigned misses;             // signals that found it outside malloc (the handler's own count)
+};
+
+static struct worker g_workers[kWorkers];
+static int g_stop;
+static int g_ready;
+static int g_phase;
+static __thread struct worker* t_self;
+static unsigned long g_counts[kPhases][kWheres][kWorkers][kWorkers][kOutcomes];
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t cpu_ns(clockid_t clock) {
+  struct timespec ts;
+  if (clock_gettime(clock, &ts) != 0) return -1;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// Whether thread `tid` sleeps in a futex wait: the first field of /proc/self/task/TID/syscall is
+// the number of the system call it is blocked in ("running" when it is on a CPU or waiting for
+// one). Returns 1 futex, 0 running or runnable, 2 another system call or unknown.
+static int blocked_in_futex(pid_t tid) {
+  char path[64], buf[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 2;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 2;
+  buf[n] = '\0';
+  if (strncmp(buf, "running", 7) == 0) return 0;
+  return atol(buf) == SYS_futex ? 1 : 2;
+}
+
+// Whether the instruction just before `pc` is a system call (x86-64 `syscall`, 0f 05).
+static int after_syscall(const void* context) {
+#if defined(__x86_64__)
+  const ucontext_t* uc = context;
+  const unsigned char* pc = (const unsigned char*)uc->uc_mcontext.gregs[REG_RIP];
+  return pc[-2] == 0x0f && pc[-1] == 0x05;
+#else
+  (void)context;
+  return 0;
+#endif
+}
+
+static void on_hold(int sig, siginfo_t* info, void* context) {
+  (void)sig;
+  (void)info;
+  struct worker* self = t_self;
+  if (!self) return;
+  const int saved_errno = errno;
+  int where = self->gate;
+  if (where == kInMalloc && after_syscall(context)) where = kInMallocSyscall;
+  // Outside malloc, only one signal in kControlEvery is held (the control); the others return at
+  // once, and the next signal follows soon: a fast malloc is a small share of the loop's time.
+  if (where != kInMalloc && self->misses++ % kControlEvery != 0) {
+    __atomic_store_n(&self->hold_done, 2, __ATOMIC_RELEASE);
+    errno = saved_errno;
+    return;
+  }
+  struct {
+    struct worker* w;
+    uint64_t first, last;
+    int64_t last_change, cpu_at_change;
+  } o[kWorkers - 1];
+  int n = 0;
+  const int64_t t0 = now_ns();
+  for (int i = 0; i < kWorkers; ++i) {
+    if (&g_workers[i] == self) continue;
+    o[n].w = &g_workers[i];
+    o[n].first = o[n].last = __atomic_load_n(&g_workers[i].completed, __ATOMIC_RELAXED);
+    o[n].last_change = t0;
+    o[n].cpu_at_change = cpu_ns(g_workers[i].cpu_clock);
+    ++n;
+  }
+  int64_t t = t0;
+  while (t - t0 < kHoldNs) {
+    t = now_ns();
+    for (int k = 0; k < n; ++k) {
+      const uint64_t c = __atomic_load_n(&o[k].w->completed, __ATOMIC_RELAXED);
+      if (c != o[k].last) {
+        o[k].last = c;
+        o[k].last_change = t;
+        o[k].cpu_at_change = cpu_ns(o[k].w->cpu_clock);
+      }
+    }
+  }
+  for (int k = 0; k < n; ++k) {
+    int outcome;
+    if (t - o[k].last_change < kProgressTailNs) {
+      outcome = kPassed;
+    } else {
+      const int64_t cpu1 = cpu_ns(o[k].w->cpu_clock);
+      const int64_t stalled = t - o[k].last_change;
+      const int futex = blocked_in_futex(o[k].w->tid);
+      // On a CPU for at least half the time since its last completed call: it spun.
+      const int spun = o[k].cpu_at_change >= 0 && cpu1 >= 0 && (cpu1 - o[k].cpu_at_change) * 2 >= stalled;
+      if (futex == 1 || (futex == 0 && spun)) {
+        outcome = o[k].last - o[k].first <= (uint64_t)kStoppedAtOnce ? kStopped : kStoppedLater;
+      } else if (futex == 0) {
+        outcome = kPreempted;
+      } else {
+        outcome = kOther;
+      }
+    }
+    __atomic_fetch_add(&g_counts[g_phase][where][self->index][o[k].w->index][outcome], 1, __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&self->hold_done, 1, __ATOMIC_RELEASE);
+  errno = saved_errno;
+}
+
+static void* work(void* arg) {
+  struct worker* w = arg;
+  t_self = w;
+  w->tid = (pid_t)syscall(SYS_gettid);
+  if (pthread_getcpuclockid(pthread_self(), &w->cpu_clock) != 0) w->cpu_clock = -1;
+  void* ring[kRing] = {0};
+  unsigned k = 0;
+  __atomic_fetch_add(&g_ready, 1, __ATOMIC_RELEASE);
+  while (!__atomic_load_n(&g_stop, __ATOMIC_RELAXED)) {
+    const size_t size = __atomic_load_n(&w->size, __ATOMIC_RELAXED);
+    w->gate = kInFree;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    free(ring[k]);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    w->gate = kOut;
+    __atomic_fetch_add(&w->completed, 1, __ATOMIC_RELAXED);
+    w->gate = kInMalloc;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    char* p = malloc(size);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    w->gate = kOut;
+    if (!p) continue;
+    p[0] = 1;
+    p[size - 1] = 1;
+    ring[k] = p;
+    k = (k + 1) % kRing;
+    __atomic_fetch_add(&w->completed, 1, __ATOMIC_RELAXED);
+  }
+  for (unsigned i = 0; i < kRing; ++i) free(ring[i]);
+  return NULL;
+}
+
+static void sleep_ns(int64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15u;
+static uint64_t next_random(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return g_rng;
+}
+
+// Holds inside malloc that told something in `phase`: the watched worker passed or stopped.
+static unsigned long telling(int phase) {
+  unsigned long n = 0;
+  for (int h = 0; h < kWorkers; ++h) {
+    for (int v = 0; v < kWorkers; ++v) {
+      for (int o = kPassed; o <= kStoppedLater; ++o) n += __atomic_load_n(&g_counts[phase][kInMalloc][h][v][o], __ATOMIC_RELAXED);
+    }
+  }
+  return n;
+}
+
+static int usage(void) {
+  fprintf(stderr, "usage: allocscope-lockprobe [--rounds N] [--max-seconds S]\n");
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  long rounds = 20000;
+  double max_seconds = 3.0;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+      rounds = atol(argv[++i]);
+    } else if (strcmp(argv[i], "--max-seconds") == 0 && i + 1 < argc) {
+      max_seconds = atof(argv[++i]);
+    } else {
+      return usage();
+    }
+  }
+  if (rounds <= 0 || max_seconds <= 0) return usage();
+  alarm((unsigned)max_seconds + 10);  // never outlive the caller's patience: SIGALRM ends it
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_hold;
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
+  sigfillset(&sa.sa_mask);
+  if (sigaction(SIGUSR2, &sa, NULL) != 0) {
+    perror("allocscope-lockprobe: sigaction");
+    return 1;
+  }
+  g_rng ^= (uint64_t)now_ns();
+  for (int i = 0; i < kWorkers; ++i) {
+    g_workers[i].index = i;
+    g_workers[i].size = kApartSizes[i];
+    const int rc = pthread_create(&g_workers[i].thread, NULL, work, &g_workers[i]);
+    if (rc != 0) {
+      fprintf(stderr, "allocscope-lockprobe: pthread_create: %s\n", strerror(rc));
+      return 1;
+    }
+  }
+  while (__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE) < kWorkers) sleep_ns(100000);
+
+  const int64_t deadline = now_ns() + (int64_t)(max_seconds * 1e9);
+  const pid_t pid = getpid();
+  long lost = 0;
+  for (int phase = 0; phase < kPhases; ++phase) {
+    for (int i = 0; i < kWorkers; ++i) {
+      __atomic_store_n(&g_workers[i].size, phase == kApart ? kApartSizes[i] : kSameSize, __ATOMIC_RELAXED);
+    }
+    sleep_ns(5000000);  // the workers settle into their sizes
+    __atomic_store_n(&g_phase, phase, __ATOMIC_RELEASE);
+    const int64_t phase_end = now_ns() + (deadline - now_ns()) / (kPhases - phase);
+    for (long r = 0; r < rounds && now_ns() < phase_end && telling(phase) < kEnough; ++r) {
+      struct worker* w = &g_workers[r % kWorkers];
+      sleep_ns(5000 + (int64_t)(next_random() % 45000));
+      __atomic_store_n(&w->hold_done, 0, __ATOMIC_RELAXED);
+      if (syscall(SYS_tgkill, pid, w->tid, SIGUSR2) != 0) {
+        perror("allocscope-lockprobe: tgkill");
+        return 1;
+      }
+      const int64_t give_up = now_ns() + 200000000;
+      while (!__atomic_load_n(&w->hold_done, __ATOMIC_ACQUIRE)) {
+        if (now_ns() > give_up) {
+          ++lost;
+          break;
+        }
+        sleep_ns(20000);
+      }
+    }
+  }
+  __atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < kWorkers; ++i) pthread_join(g_workers[i].thread, NULL);
+
+  printf("allocscope-lockprobe 1\n");
+  Dl_info info;
+  void* real_malloc = dlsym(RTLD_DEFAULT, "malloc");
+  printf("allocator %s\n", real_malloc && dladdr(real_malloc, &info) && info.dli_fname ? info.dli_fname : "?");
+  for (int p = 0; p < kPhases; ++p) {
+    for (int w = 0; w < kWheres; ++w) {
+      for (int h = 0; h < kWorkers; ++h) {
+        for (int v = 0; v < kWorkers; ++v) {
+          if (v == h) continue;
+          for (int o = 0; o < kOutcomes; ++o) {
+            printf("%s %s %d %d %s %lu\n", kPhaseNames[p], kWhereNames[w], h, v, kOutcomeNames[o], g_counts[p][w][h][v][o]);
+          }
+        }
+      }
+    }
+  }
+  printf("lost %ld\n", lost);
+  return 0;
+}

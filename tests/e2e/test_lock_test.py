@@ -1,0 +1,129 @@
+"""End-to-end tests of the lock test `record` runs after a program of two threads or more
+(docs/analysis.md, "The lock test"; analyzer/run/lock_test.cpp, lockprobe/lockprobe.c).
+
+Each test records ONE run and checks what its report says: the lock test must find what the
+allocator is — one lock for every allocation, a lock per size class, no shared lock — or say it is
+inconclusive; it never finds one lock in an allocator without one, nor none in one with one. Some
+runs have a CPU hog beside them, which leaves the test fewer holds that tell something.
+"""
+import os
+import subprocess
+import json
+
+from allocscope_e2e import BUILD, CLI, E2ETestCase, target
+from test_contention_verdict import CpuHog, test_allocator
+
+import unittest
+
+ONE_LOCK = ("one_lock_for_all", "inconclusive")
+NO_LOCK = ("no_shared_lock", "no_lock_across_sizes", "inconclusive")
+
+
+def bench(name):
+    """A workload of bench/ (the stress harness), built beside the tests."""
+    path = os.path.join(BUILD, "bench", name)
+    if not os.path.exists(path):
+        raise unittest.SkipTest(f"bench/{name} was not built")
+    return path
+
+
+class LockTest(E2ETestCase):
+    def report(self, argv, allocator=None, options=(), name="run.asp"):
+        run = self.record(argv, allocator=allocator, out=name, options=options)
+        self.assertEqual(run.rc, 0, run.stderr)
+        self.assertNotIn("allocscope-lockprobe", run.stdout)
+        self.assertNotIn("lockprobe", run.stderr)
+        proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        c = json.loads(proc.stdout)["contention"]
+        return c, c["lock_test"]
+
+    def assert_counts(self, t):
+        for key in ("apart", "same_size", "between_calls"):
+            h = t[key]
+            self.assertLessEqual(h["stopped"] + h["stopped_later"], h["told"], t)
+
+    def assert_one_lock(self, c, t):
+        self.assertIn(t["result"], ONE_LOCK, t)
+        self.assert_counts(t)
+        self.assertIn(c["verdict"], ("global_lock", "unsure"), c["reason"])
+        if t["result"] == "one_lock_for_all":
+            self.assertGreaterEqual(t["apart"]["told"], 20, t)
+            self.assertGreater(t["apart"]["stopped"], 0.2 * t["apart"]["told"], t)
+            # The run's threads allocated side by side: the verdict follows the test.
+            self.assertEqual(c["verdict"], "global_lock", c["reason"])
+            self.assertTrue(c["reason"].startswith("the lock test"), c["reason"])
+
+    def assert_no_lock(self, c, t, kinds=NO_LOCK):
+        self.assertIn(t["result"], kinds, t)
+        self.assert_counts(t)
+        self.assertNotEqual(c["verdict"], "global_lock", c["reason"])
+        if t["result"] != "inconclusive":
+            self.assertLess(t["apart"]["stopped"], 0.2 * t["apart"]["told"], t)
+            self.assertIn(c["verdict"], ("none", "partial"), c["reason"])
+
+    def test_a_global_mutex(self):
+        c, t = self.report([bench("harness-glibc"), "2", "300000"], allocator=test_allocator("mutex"))
+        self.assert_one_lock(c, t)
+        self.assertIn("libmutex_alloc.so", t["detail"])
+        self.assertIn("allocscope-lockprobe-glibc", t["detail"])
+
+    def test_musl_is_tested_with_musl(self):
+        c, t = self.report([bench("harness-musl"), "2", "300000"])
+        self.assert_one_lock(c, t)
+        self.assertIn("allocscope-lockprobe-musl", t["detail"])
+        self.assertIn("the C library's malloc", t["detail"])
+
+    def test_a_global_spin_lock_beside_a_cpu_hog(self):
+        with CpuHog():
+            c, t = self.report([bench("harness-glibc"), "2", "200000"],
+                               allocator=test_allocator("spinlock"))
+        self.assert_one_lock(c, t)
+
+    def test_glibc(self):
+        c, t = self.report([bench("harness-glibc"), "2", "1000000"])
+        self.assert_no_lock(c, t)
+        self.assertIn("the C library's malloc", t["detail"])
+
+    def test_glibc_beside_a_cpu_hog(self):
+        with CpuHog():
+            c, t = self.report([bench("harness-glibc"), "4", "300000"])
+        self.assert_no_lock(c, t)
+
+    def test_a_lock_per_size_class(self):
+        c, t = self.report([bench("harness-glibc"), "2", "500000"], allocator=test_allocator("classlock"))
+        self.assert_no_lock(c, t, ("lock_per_class", "no_lock_across_sizes", "inconclusive"))
+
+    def test_turns_at_a_shared_word_are_no_lock(self):
+        # Every call adds to one counter atomically: calls take turns at its cache line, and a
+        # thread held anywhere holds nothing.
+        c, t = self.report([bench("harness-glibc"), "2", "500000"], allocator=test_allocator("counter"))
+        self.assert_no_lock(c, t)
+
+    def test_one_thread_is_not_tested(self):
+        # Only one thread ever calls the allocator: no test, and no time spent on one.
+        c, t = self.report([target("alloc_family-glibc")])
+        self.assertEqual(c["verdict"], "single_thread")
+        self.assertEqual(t["result"], "not_run", t)
+        self.assertEqual(t["detail"], "", t)
+        self.assertNotIn("lock_test", [e["kind"] for e in c["evidence"]])
+
+    def test_skipped_on_request(self):
+        c, t = self.report([bench("harness-glibc"), "2", "300000"], allocator=test_allocator("mutex"),
+                           options=["--no-lock-test"])
+        self.assertEqual(t["result"], "not_run", t)
+        self.assertNotEqual(c["reason"][:13], "the lock test")
+
+    def test_a_probe_that_is_missing_is_said(self):
+        # A shim found through ALLOCSCOPE_SHIM outside the build tree has no probe beside it.
+        shim = os.path.join(BUILD, "shim", "liballocscope.so")
+        copy = os.path.join(self.dir, "liballocscope.so")
+        with open(shim, "rb") as src, open(copy, "wb") as dst:
+            dst.write(src.read())
+        run = self.record([bench("harness-glibc"), "2", "200000"], env={"ALLOCSCOPE_SHIM": copy},
+                          allocator=test_allocator("mutex"))
+        self.assertEqual(run.rc, 0, run.stderr)
+        proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
+        t = json.loads(proc.stdout)["contention"]["lock_test"]
+        self.assertEqual(t["result"], "not_run", t)
+        self.assertIn("allocscope-lockprobe-glibc is not installed", t["detail"])
