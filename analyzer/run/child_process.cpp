@@ -9,8 +9,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <system_error>
+
+#include "util/units.h"
 
 namespace allocscope {
 
@@ -213,6 +216,18 @@ ChildResult run_child(const ChildSpec& spec) {
   }
   sigprocmask(SIG_SETMASK, &previous, nullptr);
   return result;
+}
+
+std::string last_output_line(const std::filesystem::path& log) {
+  std::ifstream in(log, std::ios::binary);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    if (!line.empty()) last = line;
+  }
+  constexpr size_t kMax = 160;
+  if (last.size() > kMax) last = last.substr(0, kMax) + "...";
+  return printable(last);
 }
 
 }  // namespace allocscope

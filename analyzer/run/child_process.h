@@ -50,4 +50,8 @@ struct ChildResult {
 
 ChildResult run_child(const ChildSpec& spec);
 
+// The last non-blank line of a child's output file (ChildSpec::output), printable and at most 160
+// characters: what a program that failed said last.
+std::string last_output_line(const std::filesystem::path& log);
+
 }  // namespace allocscope

@@ -107,18 +107,6 @@ std::string file_stem(const std::string& name) {
 }
 
 // The last line the run printed (without trailing blanks), for notes about a failed run.
-std::string last_output_line(const fs::path& log) {
-  std::ifstream in(log, std::ios::binary);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
-    if (!line.empty()) last = line;
-  }
-  constexpr size_t kMax = 160;
-  if (last.size() > kMax) last = last.substr(0, kMax) + "...";
-  return printable(last);
-}
-
 std::string status_text(int status) {
   if (status > 128 && status < 128 + 65) {
     return fmt::format("killed by signal {} ({})", status - 128, strsignal(status - 128));

@@ -147,32 +147,47 @@ bool parse_probe_output(const std::string& text, TestResult& r, std::string& tes
 
 TestResult run_probe(const fs::path& probe, format::Libc libc, const std::string& allocator,
                      const std::vector<std::string>& env, const fs::path& shim) {
-  char out_template[] = "/tmp/allocscope-lockprobe-XXXXXX";
-  const int fd = mkstemp(out_template);
-  if (fd < 0) return not_run(format::LockTestStatus::Failed, libc, "cannot create a file for the lock test's output");
-  close(fd);
-  const fs::path out_file = out_template;
+  // Two files: the counts, and whatever the probe and the allocator print (a statistics dump at
+  // exit), which only says why a probe failed.
+  const fs::path dir = fs::temp_directory_path();
+  std::string counts_name = (dir / "allocscope-lockprobe-XXXXXX").string();
+  std::string log_name = counts_name;
+  const int counts_fd = mkstemp(counts_name.data());
+  const int log_fd = counts_fd < 0 ? -1 : mkstemp(log_name.data());
+  if (counts_fd >= 0) close(counts_fd);
+  if (log_fd >= 0) close(log_fd);
+  std::error_code ec;
+  if (counts_fd < 0 || log_fd < 0) {
+    if (counts_fd >= 0) fs::remove(counts_name, ec);
+    return not_run(format::LockTestStatus::Failed, libc,
+                   fmt::format("cannot create a file in {} for the lock test's output", dir.string()));
+  }
   ChildSpec spec;
   spec.program = probe;
-  spec.argv = {probe.string(), "--max-seconds", fmt::format("{}", kProbeSeconds)};
+  spec.argv = {probe.string(), "--max-seconds", fmt::format("{}", kProbeSeconds), "--output", counts_name};
   spec.env = probe_environment(env, shim, allocator);
-  spec.output = out_file;
+  spec.output = log_name;
   const ChildResult child = run_child(spec);
-  std::ifstream in(out_file);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::error_code ec;
-  fs::remove(out_file, ec);
+  const auto slurp = [](const std::string& name) {
+    std::ifstream in(name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  const std::string counts = slurp(counts_name), last = last_output_line(log_name);
+  fs::remove(counts_name, ec);
+  fs::remove(log_name, ec);
   const std::string how = fmt::format("{} with {}", probe.filename().string(),
                                       is_the_c_library(allocator) ? "the C library's malloc" : allocator);
   if (child.status != 0) {
-    return not_run(format::LockTestStatus::Failed, libc, fmt::format("{} exited with status {}", how, child.status));
+    return not_run(format::LockTestStatus::Failed, libc,
+                   fmt::format("{} exited with status {}{}", how, child.status, last.empty() ? "" : ": " + last));
   }
   TestResult r;
   r.test.status = static_cast<uint8_t>(format::LockTestStatus::Ran);
   r.test.libc = static_cast<uint8_t>(libc);
   std::string tested;
-  if (!parse_probe_output(text.str(), r, tested)) {
+  if (!parse_probe_output(counts, r, tested)) {
     return not_run(format::LockTestStatus::Failed, libc, fmt::format("{}: its output is not the lock test's", how));
   }
   if (canonical_or_same(tested) != canonical_or_same(allocator)) {

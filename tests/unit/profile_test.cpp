@@ -291,6 +291,48 @@ TEST_F(ProfileTest, CpuSamplesOfTheHighestSeqCountAndPartsBeyondTheTotalAreAnErr
   }
 }
 
+uint64_t lock_test_chunk(TestProfileWriter& w, format::LockTest t, std::string_view detail) {
+  t.detail_len = static_cast<uint32_t>(detail.size());
+  std::string payload(test::as_bytes(t));
+  payload += detail;
+  return w.chunk(static_cast<uint16_t>(format::ChunkType::LockTest), payload);
+}
+
+TEST_F(ProfileTest, TheLockTestIsKeptAndAnUnknownStatusOrAShortDetailIsAnError) {
+  TestProfileWriter w;
+  w.process(process_info(0, 0), "/bin/x", "x", "", "");
+  format::LockTest t{};
+  t.status = static_cast<uint8_t>(format::LockTestStatus::Ran);
+  t.counts[format::kLockTestApart][format::kHeldInMalloc][format::kWatchedStopped] = 7;
+  lock_test_chunk(w, t, "allocscope-lockprobe-glibc with libx.so");
+  const Profile p = load(w);
+  ASSERT_TRUE(p.lock_test);
+  EXPECT_EQ(p.lock_test->detail, "allocscope-lockprobe-glibc with libx.so");
+  EXPECT_EQ(p.lock_test->test.counts[format::kLockTestApart][format::kHeldInMalloc][format::kWatchedStopped], 7u);
+
+  TestProfileWriter bad;
+  bad.process(process_info(0, 0), "/bin/x", "x", "", "");
+  format::LockTest wrong = t;
+  wrong.status = 9;
+  const uint64_t at = lock_test_chunk(bad, wrong, "x");
+  try {
+    load(bad);
+    FAIL() << "accepted an unknown status";
+  } catch (const ProfileError& error) {
+    EXPECT_EQ(error.offset(), at + sizeof(format::ChunkHeader)) << error.what();
+    EXPECT_NE(std::string(error.what()).find("LockTest"), std::string::npos) << error.what();
+  }
+
+  TestProfileWriter shorter;
+  shorter.process(process_info(0, 0), "/bin/x", "x", "", "");
+  format::LockTest longer = t;
+  longer.detail_len = 100;  // more than the payload holds
+  std::string payload(test::as_bytes(longer));
+  payload += "abc";
+  shorter.chunk(static_cast<uint16_t>(format::ChunkType::LockTest), payload);
+  EXPECT_THROW(load(shorter), ProfileError);
+}
+
 TEST_F(ProfileTest, ASecondProcessChunkIsAnError) {
   TestProfileWriter w;
   w.process(process_info(0, 0), "/bin/x", "x", "", "");
