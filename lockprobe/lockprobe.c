@@ -58,6 +58,10 @@ static const size_t kSameSize = 48;
 
 static const int64_t kHoldNs = 100000;      // how long a held worker is kept
 static const int64_t kProgressTailNs = 25000;  // progress within this much of the end: passed
+static const int64_t kMaxHoldNs = 10000000;  // … or longer, while the watched worker waits for a CPU
+static const int64_t kJudgeGapNs = 20000;    // how often it is judged meanwhile
+static const int64_t kSpunNs = 50000;        // CPU time without a completed call that means it spins
+static const long kYieldedSwitches = 3;      // runnable switches without a completed call that mean it yields
 static const int kStoppedAtOnce = 2;        // at most this many calls completed after the hold began
 static const unsigned long kEnough = 120;
 static const unsigned kControlEvery = 8;
@@ -109,6 +113,21 @@ static int blocked_in_futex(pid_t tid) {
   return atol(buf) == SYS_futex ? 1 : 2;
 }
 
+// How many times thread `tid` was switched out while still runnable (preempted, or after
+// sched_yield): /proc/self/task/TID/status, nonvoluntary_ctxt_switches; -1 if unknown.
+static long nonvoluntary_switches(pid_t tid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* at = strstr(buf, "nonvoluntary_ctxt_switches:");
+  return at ? atol(at + strlen("nonvoluntary_ctxt_switches:")) : -1;
+}
+
 // Whether the instruction just before `pc` is a system call (x86-64 `syscall`, 0f 05).
 static int after_syscall(const void* context) {
 #if defined(__x86_64__)
@@ -119,6 +138,39 @@ static int after_syscall(const void* context) {
   (void)context;
   return 0;
 #endif
+}
+
+// The worker watched during a hold.
+struct watched {
+  struct worker* w;
+  uint64_t first, last;             // its completed calls when the hold began, and last seen
+  int64_t last_change, cpu_at_change;  // when that count last changed, and its CPU time then
+  long switched_at_start;           // its nonvoluntary switches when the hold began
+  int outcome;                      // -1 until judged
+};
+
+// What the watched worker did, at `t`; -1 while it only waited for a CPU and `final` is not set.
+static int judge(const struct watched* o, int64_t t, int final) {
+  if (t - o->last_change < kProgressTailNs) return kPassed;
+  const int64_t cpu = cpu_ns(o->w->cpu_clock);
+  const int64_t stalled = t - o->last_change;
+  const int futex = blocked_in_futex(o->w->tid);
+  // On a CPU for half the time since its last completed call, or long enough to have completed
+  // hundreds: it spins (or yields) waiting for something.
+  const int64_t used = o->cpu_at_change >= 0 && cpu >= 0 ? cpu - o->cpu_at_change : 0;
+  const int spun = used * 2 >= stalled || used >= kSpunNs;
+  if (futex == 1 || (futex == 0 && spun)) {
+    return o->last - o->first <= (uint64_t)kStoppedAtOnce ? kStopped : kStoppedLater;
+  }
+  // Given the CPU again and again without completing a call since the hold began: it yields
+  // waiting for something (a lock whose waiters call sched_yield, beside a busy program that
+  // takes the CPU each time). A worker that only waited for a CPU completes calls once it has one.
+  if (futex == 0 && o->last - o->first == 0 && o->switched_at_start >= 0) {
+    const long switched = nonvoluntary_switches(o->w->tid);
+    if (switched >= 0 && switched - o->switched_at_start >= kYieldedSwitches && used > 0) return kStopped;
+  }
+  if (futex == 0) return final ? kPreempted : -1;
+  return kOther;
 }
 
 static void on_hold(int sig, siginfo_t* info, void* context) {
@@ -136,11 +188,7 @@ static void on_hold(int sig, siginfo_t* info, void* context) {
     errno = saved_errno;
     return;
   }
-  struct {
-    struct worker* w;
-    uint64_t first, last;
-    int64_t last_change, cpu_at_change;
-  } o[kWorkers - 1];
+  struct watched o[kWorkers - 1];
   int n = 0;
   const int64_t t0 = now_ns();
   for (int i = 0; i < kWorkers; ++i) {
@@ -149,10 +197,15 @@ static void on_hold(int sig, siginfo_t* info, void* context) {
     o[n].first = o[n].last = __atomic_load_n(&g_workers[i].completed, __ATOMIC_RELAXED);
     o[n].last_change = t0;
     o[n].cpu_at_change = cpu_ns(g_workers[i].cpu_clock);
+    o[n].switched_at_start = nonvoluntary_switches(g_workers[i].tid);
+    o[n].outcome = -1;
     ++n;
   }
-  int64_t t = t0;
-  while (t - t0 < kHoldNs) {
+  // Hold kHoldNs, then judge; a watched worker that merely waits for a CPU is given until
+  // kMaxHoldNs to run (on a busy machine it gets a share of one): then it either goes on, or uses
+  // the CPU without completing a call, or sleeps on a lock.
+  int64_t t = t0, judged_at = 0;
+  for (int undecided = n; undecided > 0;) {
     t = now_ns();
     for (int k = 0; k < n; ++k) {
       const uint64_t c = __atomic_load_n(&o[k].w->completed, __ATOMIC_RELAXED);
@@ -162,26 +215,16 @@ static void on_hold(int sig, siginfo_t* info, void* context) {
         o[k].cpu_at_change = cpu_ns(o[k].w->cpu_clock);
       }
     }
+    if (t - t0 < kHoldNs || t - judged_at < kJudgeGapNs) continue;
+    judged_at = t;
+    undecided = 0;
+    for (int k = 0; k < n; ++k) {
+      if (o[k].outcome < 0) o[k].outcome = judge(&o[k], t, t - t0 >= kMaxHoldNs);
+      undecided += o[k].outcome < 0;
+    }
   }
   for (int k = 0; k < n; ++k) {
-    int outcome;
-    if (t - o[k].last_change < kProgressTailNs) {
-      outcome = kPassed;
-    } else {
-      const int64_t cpu1 = cpu_ns(o[k].w->cpu_clock);
-      const int64_t stalled = t - o[k].last_change;
-      const int futex = blocked_in_futex(o[k].w->tid);
-      // On a CPU for at least half the time since its last completed call: it spun.
-      const int spun = o[k].cpu_at_change >= 0 && cpu1 >= 0 && (cpu1 - o[k].cpu_at_change) * 2 >= stalled;
-      if (futex == 1 || (futex == 0 && spun)) {
-        outcome = o[k].last - o[k].first <= (uint64_t)kStoppedAtOnce ? kStopped : kStoppedLater;
-      } else if (futex == 0) {
-        outcome = kPreempted;
-      } else {
-        outcome = kOther;
-      }
-    }
-    __atomic_fetch_add(&g_counts[g_phase][where][self->index][o[k].w->index][outcome], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&g_counts[g_phase][where][self->index][o[k].w->index][o[k].outcome], 1, __ATOMIC_RELAXED);
   }
   __atomic_store_n(&self->hold_done, 1, __ATOMIC_RELEASE);
   errno = saved_errno;
@@ -265,10 +308,16 @@ int main(int argc, char** argv) {
     }
   }
   if (rounds <= 0 || max_seconds <= 0) return usage();
-  alarm((unsigned)max_seconds + 10);  // never outlive the caller's patience: SIGALRM ends it
   // Sleeps of tens of microseconds between signals: without this, each would last 50 µs longer.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 
+  // Whatever the caller blocked or ignored: the holds' signal is taken, the alarm ends it.
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, SIGUSR2);
+  sigaddset(&unblock, SIGALRM);
+  pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
+  signal(SIGALRM, SIG_DFL);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_hold;
@@ -278,6 +327,7 @@ int main(int argc, char** argv) {
     perror("allocscope-lockprobe: sigaction");
     return 1;
   }
+  alarm((unsigned)max_seconds + 10);  // never outlive the caller's patience: SIGALRM ends it
   g_rng ^= (uint64_t)now_ns();
   for (int i = 0; i < kWorkers; ++i) {
     g_workers[i].index = i;

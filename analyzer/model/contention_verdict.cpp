@@ -604,6 +604,8 @@ bool waits_seen(const ContentionInputs& in) {
          any_slower_than(in.allocating, kExcludedAbove) || any_slower_than(in.freeing, kExcludedAbove);
 }
 
+constexpr double kMinQuietRunSeconds = 0.1;  // a run this long at least, to say that no thread waited
+
 // The lock test (lock_test.h) decides what the lock is where it is conclusive: one lock for
 // every allocation, or none that allocations of different sizes share. The run then says whether
 // its threads met there: together inside the allocator (one lock: they took turns at it), or
@@ -620,7 +622,9 @@ Rule by_lock_test(const ContentionInputs& in) {
     case LockTestKind::NoLockAcrossSizes:
     case LockTestKind::LockPerClass:
       if (waits_seen(in)) return Decision{ContentionKind::Partial, ContentionReason::LockTestWaitsInPlaces, t.confidence};
-      if (in.timed == 0) return std::nullopt;
+      // "No thread waited" needs a run that could have shown one: timed calls, over a tenth of a
+      // second at least (a run of a few milliseconds is told to run longer, as below).
+      if (in.timed == 0 || in.wall_seconds < kMinQuietRunSeconds) return std::nullopt;
       return Decision{ContentionKind::None, ContentionReason::LockTestNoLock, t.confidence};
     default:
       return std::nullopt;

@@ -10,8 +10,8 @@
 // lock that allocations share stops it at neither.
 //
 //   one lock for all      sizes apart: stopped share's Wilson lower bound (z = 2) ≥ 0.2, and at
-//                         least 3 times as many stopped at once as later (a lock that only some
-//                         calls take stops the other some calls later)
+//                         least twice as many stopped at once as later (a lock that one call in
+//                         k takes stops the other at once in about 2 holds of k)
 //   lock per class        sizes apart: upper bound < 0.2; one size: lower bound ≥ 0.2
 //   no shared lock        both: upper bound < 0.2
 //   no lock across sizes  sizes apart: upper bound < 0.2, one size: too few holds

@@ -16,7 +16,7 @@
 //              "p90_ns","p99_ns","p999_ns","latency_bins":[{"bin","lo_ns","hi_ns","count"}]}},
 //  "buckets": [{"bucket","size_known","lo","hi","calls","bytes","failed","ops":{op:{"calls","bytes"}}}],
 //  "events": {"count","written","dropped","by_thread":[{"serial","count"}]},
-//  "snapshots": {"incomplete","stale"}, "skipped_chunks", "notes": [],
+//  "snapshots": {"incomplete","stale"}, "skipped_chunks", "notes": [], "lock_test": null | {…},
 //  "trace": {"records","chunks","by_thread":[{"serial","records","chunks"}]},
 //  "stacks": {"distinct","ids"}, "modules": [{"path","load_bias","start","end"}]}
 // The calibration also says "trace", "stacks", "locks", "peer_waits", "peer_looks_outside_windows" and "peer_probes_between_looks" and "holds" (mode_flags), "peer_looks", "peer_looks_outside", "peer_probes_alone", "hold_calls", "hold_calls_released", "fault_reads", "rusage_since_observed", "stack_every", "stack_slow_ticks",
@@ -256,6 +256,29 @@ std::string dump_json(const Profile& p) {
   w.key("notes").begin_array();
   for (const auto& note : p.notes) w.value(note);
   w.end_array();
+  w.key("lock_test");
+  if (!p.lock_test) {
+    w.null();
+  } else {
+    const format::LockTest& t = p.lock_test->test;
+    static constexpr const char* kStatus[] = {"unknown", "ran", "not_run", "failed"};
+    static constexpr const char* kPhase[] = {"apart", "same_size"};
+    static constexpr const char* kWhere[] = {"between_calls", "malloc", "free", "malloc_after_syscall"};
+    static constexpr const char* kOutcome[] = {"passed", "stopped", "stopped_later", "preempted", "other"};
+    w.begin_object().field("status", t.status < 4 ? kStatus[t.status] : "unknown").field("detail", p.lock_test->detail);
+    w.field("lost", t.lost);
+    w.key("counts").begin_object();
+    for (int phase = 0; phase < format::kLockTestPhases; ++phase) {
+      w.key(kPhase[phase]).begin_object();
+      for (int where = 0; where < format::kLockTestWheres; ++where) {
+        w.key(kWhere[where]).begin_object();
+        for (int o = 0; o < format::kLockTestOutcomes; ++o) w.field(kOutcome[o], t.counts[phase][where][o]);
+        w.end_object();
+      }
+      w.end_object();
+    }
+    w.end_object().end_object();
+  }
   w.key("trace").begin_object();
   uint64_t chunks = 0;
   for (const auto& [serial, refs] : p.trace_chunks) chunks += refs.size();

@@ -285,6 +285,29 @@ std::string trace_section(const Profile& p) {
   return section("Trace and stacks", fields.render());
 }
 
+// The lock test `record` appended (format.h LockTest), as written: every count.
+std::string lock_test_section(const Profile& p) {
+  if (!p.lock_test) return section("Lock test", "  none (not recorded by `allocscope record`, or --no-lock-test)\n");
+  const format::LockTest& t = p.lock_test->test;
+  static constexpr const char* kStatus[] = {"?", "ran", "not run", "failed"};
+  static constexpr const char* kPhase[] = {"sizes apart", "one size"};
+  static constexpr const char* kWhere[] = {"between calls", "in malloc", "in free", "in malloc after a syscall"};
+  std::string body = fmt::format("  {}: {}\n", t.status < 4 ? kStatus[t.status] : "?", printable(p.lock_test->detail));
+  if (t.status != static_cast<uint8_t>(format::LockTestStatus::Ran)) return section("Lock test", body);
+  body += fmt::format("  {:<12} {:<26} {:>8} {:>8} {:>8} {:>9} {:>6}\n", "phase", "held", "passed", "stopped",
+                      "later", "preempted", "other");
+  for (int phase = 0; phase < format::kLockTestPhases; ++phase) {
+    for (int where = 0; where < format::kLockTestWheres; ++where) {
+      const uint32_t* c = t.counts[phase][where];
+      body += fmt::format("  {:<12} {:<26} {:>8} {:>8} {:>8} {:>9} {:>6}\n", kPhase[phase], kWhere[where],
+                          c[format::kWatchedPassed], c[format::kWatchedStopped], c[format::kWatchedStoppedLater],
+                          c[format::kWatchedPreempted], c[format::kWatchedOther]);
+    }
+  }
+  body += fmt::format("  holds that never ended: {}\n", t.lost);
+  return section("Lock test", body);
+}
+
 std::string notes_section(const Profile& p) {
   std::string body;
   for (const auto& note : p.notes) body += fmt::format("  {}\n", printable(note));
@@ -297,7 +320,7 @@ std::string dump_text(const Profile& p) {
   const OpTable totals = p.totals_by_op();
   return file_section(p) + process_section(p) + calibration_section(p) + threads_section(p) +
          totals_section(p, totals) + latency_section(p, totals) + buckets_section(p) + events_section(p) +
-         trace_section(p) + notes_section(p);
+         trace_section(p) + lock_test_section(p) + notes_section(p);
 }
 
 }  // namespace allocscope
