@@ -203,6 +203,7 @@ struct Decision {
   ContentionKind kind;
   ContentionReason reason;
   double confidence;
+  ContentionReason run_reason = ContentionReason::Ambiguous;  // LockTestOverrules: what the run alone said
 };
 using Rule = std::optional<Decision>;
 
@@ -623,18 +624,38 @@ Rule by_lock_test(const ContentionInputs& in) {
     case LockTestKind::LockPerClass:
       if (waits_seen(in)) return Decision{ContentionKind::Partial, ContentionReason::LockTestWaitsInPlaces, t.confidence};
       // "No thread waited" needs a run that could have shown one: timed calls, over a tenth of a
-      // second at least (a run of a few milliseconds is told to run longer, as below).
-      if (in.timed == 0 || in.wall_seconds < kMinQuietRunSeconds) return std::nullopt;
+      // second at least (a run of a few milliseconds is told to run longer, as below), and slow
+      // calls that did not sleep inside the allocator — sleeps that calls made alone share may be
+      // the allocator's own (a nap, a refill behind a lock some calls take): the rules of the run
+      // weigh them, below.
+      if (in.timed == 0 || in.wall_seconds < kMinQuietRunSeconds || sleeps_inside(in)) return std::nullopt;
       return Decision{ContentionKind::None, ContentionReason::LockTestNoLock, t.confidence};
     default:
       return std::nullopt;
   }
 }
 
+bool found_no_lock_for_all(const LockTestFinding& t) {
+  return t.kind == LockTestKind::NoSharedLock || t.kind == LockTestKind::NoLockAcrossSizes ||
+         t.kind == LockTestKind::LockPerClass;
+}
+
+Decision decide_from_the_run(const ContentionInputs& in);
+
 // The rules in order (docs/analysis.md, "The verdict").
 Decision decide(const ContentionInputs& in) {
   if (in.busy_threads < 2) return Decision{ContentionKind::SingleThread, ContentionReason::OneThread, 1.0};
   if (const Rule d = by_lock_test(in)) return *d;
+  const Decision d = decide_from_the_run(in);
+  // Where the lock test found no lock that allocations share, what looks like one in the run is
+  // a lock that some calls take: contention in places.
+  if (d.kind == ContentionKind::GlobalLock && found_no_lock_for_all(in.lock_test))
+    return Decision{ContentionKind::Partial, ContentionReason::LockTestOverrules, in.lock_test.confidence, d.reason};
+  return d;
+}
+
+// The rules that read the run alone (docs/analysis.md, "The verdict").
+Decision decide_from_the_run(const ContentionInputs& in) {
   if (in.timed == 0) return Decision{ContentionKind::Unsure, ContentionReason::NotTimed, 0};
   if (const Rule d = by_holds(in)) return *d;
   // Turns that leave it unsure — too few ends of sizes twice apart to say whether they span the
@@ -668,6 +689,7 @@ ContentionVerdict judge_contention(const ContentionInputs& in) {
   const Decision d = decide(in);
   v.kind = d.kind;
   v.reason = d.reason;
+  v.run_reason = d.run_reason;
   v.confidence = std::clamp(d.confidence, 0.0, 1.0);
   return v;
 }

@@ -131,6 +131,8 @@ enum class ContentionReason : uint8_t {
                       // and the program's threads were inside the allocator at the same time
   LockTestNoLock,     // the lock test found no lock that allocations share, and the run saw no thread wait
   LockTestWaitsInPlaces,  // … no lock that allocations of every size share, yet threads waited inside the allocator
+  LockTestOverrules,  // the run alone reads like one lock (ContentionVerdict::run_reason), the lock test found none:
+                      // a lock that some calls take (partial)
 };
 
 // "none" and "partial", where the shim held threads: allocations that went past a held thread, at
@@ -172,6 +174,7 @@ struct ContentionVerdict {
   double confidence = 0;                  // 0..1: how far the evidence lies from the nearest threshold
   bool blocking = false;                  // sampled calls slept in the kernel (a sleeping lock)
   bool oversubscribed = false;            // more calling threads (busy_threads) than CPUs: they queue for them
+  ContentionReason run_reason = ContentionReason::Ambiguous;  // LockTestOverrules: what the run alone said
   ContentionInputs inputs;
 };
 

@@ -376,6 +376,13 @@ std::string contention_reason(const ContentionVerdict& v) {
                          "looks found a thread asleep in a futex wait)",
                          lock_test_text(in.lock_test), in.slow_slept, in.slow_switched, in.peers.futex_waits,
                          in.peers.looks);
+    case ContentionReason::LockTestOverrules: {
+      ContentionVerdict alone = v;
+      alone.reason = v.run_reason;
+      return fmt::format("the run alone reads like one lock ({}); but {}: a lock that some calls take, or that some "
+                         "threads share — contention in places",
+                         contention_reason(alone), lock_test_text(in.lock_test));
+    }
     case ContentionReason::LockTestWaitsInPlaces:
       return fmt::format("{}; yet threads waited inside the allocator ({} of {} slow calls slept, {} made alone; {} of "
                          "{} looks found a thread asleep in a futex wait; {}): locks that some calls take are "

@@ -124,6 +124,22 @@ TEST(ContentionVerdict, NoCallsAtAllAreSaidSo) {
   EXPECT_NE(contention_reason(v).find("no thread called the allocator"), std::string::npos) << contention_reason(v);
 }
 
+TEST(ContentionVerdict, OneLockInTheRunAloneIsContentionInPlacesWhereTheLockTestFoundNone) {
+  // Calls take turns across classes, in a run too short for the lock test to say "none" on its
+  // own: the run alone calls it one lock; the lock test found no lock that allocations share.
+  ContentionInputs in = lock_holds(inputs({cell(1000, 10, 1000, 10)}, {}, ends(0.3, 0.02)));
+  ASSERT_EQ(judge_contention(in).kind, ContentionKind::GlobalLock);
+  in.lock_test.kind = LockTestKind::NoSharedLock;
+  in.lock_test.apart = {120, 0, 1, 0};
+  in.lock_test.confidence = 1;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::Partial);
+  EXPECT_EQ(v.reason, ContentionReason::LockTestOverrules);
+  EXPECT_EQ(v.run_reason, ContentionReason::TakeTurns);
+  EXPECT_NE(contention_reason(v).find("the run alone reads like one lock (calls take turns"), std::string::npos)
+      << contention_reason(v);
+}
+
 TEST(ContentionVerdict, CallsTakingTurnsAcrossClassesAreOneGlobalLock) {
   const ContentionVerdict v = judge_contention(lock_holds(inputs({cell(1000, 10, 1000, 11)}, {}, ends(0.3, 0.02))));
   EXPECT_EQ(v.kind, ContentionKind::GlobalLock);
