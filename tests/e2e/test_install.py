@@ -49,6 +49,8 @@ class InstalledTree(unittest.TestCase):
     def test_layout(self):
         self.assertTrue(os.access(self.cli, os.X_OK))
         self.assertTrue(os.path.isfile(os.path.join(self.prefix, "lib", "allocscope", "liballocscope.so")))
+        for probe in ("allocscope-lockprobe-glibc", "allocscope-lockprobe-musl"):
+            self.assertTrue(os.access(os.path.join(self.prefix, "lib", "allocscope", probe), os.X_OK), probe)
         docs = os.path.join(self.prefix, "share", "doc", "allocscope")
         for doc in ["README.md", "docs/analysis.md", "docs/recording.md", "docs/shapes.md", "docs/compare.md"]:
             self.assertTrue(os.path.isfile(os.path.join(docs, doc)), doc)
@@ -92,7 +94,12 @@ class InstalledTree(unittest.TestCase):
         self.assertEqual(json.loads(dump.stdout)["totals"]["malloc"]["calls"], 40000)
         report = self.run_cli(["report", "--json", out], timeout=300)
         self.assertEqual(report.returncode, 0, report.stderr)
-        self.assertEqual(json.loads(report.stdout)["libc"], libc)
+        j = json.loads(report.stdout)
+        self.assertEqual(j["libc"], libc)
+        # The lock test ran from the installed tree, with the probe built for the program's libc.
+        test = j["contention"]["lock_test"]
+        self.assertNotIn(test["result"], ("not_run", "failed"), test)
+        self.assertIn(f"allocscope-lockprobe-{libc}", test["detail"])
 
     def test_records_a_glibc_program(self):
         self.record_and_report(target("harness-glibc"), "glibc")
@@ -122,6 +129,8 @@ class DebianPackage(unittest.TestCase):
             contents = subprocess.run(["dpkg-deb", "-c", deb], capture_output=True, text=True,
                                       check=True).stdout
             for path in ["./usr/bin/allocscope", "./usr/lib/allocscope/liballocscope.so",
+                         "./usr/lib/allocscope/allocscope-lockprobe-glibc",
+                         "./usr/lib/allocscope/allocscope-lockprobe-musl",
                          "./usr/share/man/man1/allocscope-record.1.gz", "./usr/share/doc/allocscope/README.md"]:
                 self.assertIn(path, contents)
             root = os.path.join(tmp, "root")
