@@ -61,9 +61,11 @@ static const int64_t kProgressTailNs = 25000;  // progress within this much of t
 static const int64_t kMaxHoldNs = 10000000;  // … or longer, while the watched worker waits for a CPU
 static const int64_t kJudgeGapNs = 20000;    // how often it is judged meanwhile
 static const int64_t kSpunNs = 50000;        // CPU time without a completed call that means it spins
-static const long kYieldedSwitches = 3;      // runnable switches without a completed call that mean it yields
+static const long kYieldedSwitches = 2;      // runnable switches without a completed call that mean it yields
+static const int64_t kYieldedCpuNs = 2000;   // … with this much CPU time at least: it ran, and completed nothing
 static const int kStoppedAtOnce = 2;        // at most this many calls completed after the hold began
 static const unsigned long kEnough = 120;
+static const unsigned long kFewestTelling = 30;
 static const unsigned kControlEvery = 8;
 
 struct worker {
@@ -167,7 +169,7 @@ static int judge(const struct watched* o, int64_t t, int final) {
   // takes the CPU each time). A worker that only waited for a CPU completes calls once it has one.
   if (futex == 0 && o->last - o->first == 0 && o->switched_at_start >= 0) {
     const long switched = nonvoluntary_switches(o->w->tid);
-    if (switched >= 0 && switched - o->switched_at_start >= kYieldedSwitches && used > 0) return kStopped;
+    if (switched >= 0 && switched - o->switched_at_start >= kYieldedSwitches && used >= kYieldedCpuNs) return kStopped;
   }
   if (futex == 0) return final ? kPreempted : -1;
   return kOther;
@@ -294,7 +296,7 @@ static int usage(void) {
 
 int main(int argc, char** argv) {
   long rounds = 20000;
-  double max_seconds = 3.0;
+  double max_seconds = 2.0;
   const char* output = NULL;  // the counts go here (default: stdout), apart from what the allocator prints
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
@@ -340,6 +342,8 @@ int main(int argc, char** argv) {
   }
   while (__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE) < kWorkers) sleep_ns(100000);
 
+  // Each phase gets its share of --max-seconds, and up to as much again while fewer than
+  // kFewestTelling holds told something (a busy machine, a lock whose waiters yield).
   const int64_t deadline = now_ns() + (int64_t)(max_seconds * 1e9);
   const pid_t pid = getpid();
   long lost = 0;
@@ -349,8 +353,11 @@ int main(int argc, char** argv) {
     }
     sleep_ns(5000000);  // the workers settle into their sizes
     __atomic_store_n(&g_phase, phase, __ATOMIC_RELEASE);
-    const int64_t phase_end = now_ns() + (deadline - now_ns()) / (kPhases - phase);
-    for (long r = 0; r < rounds && now_ns() < phase_end && telling(phase) < kEnough; ++r) {
+    const int64_t share = (deadline - now_ns()) / (kPhases - phase);
+    const int64_t phase_end = now_ns() + share, phase_last = phase_end + share;
+    for (long r = 0; r < rounds && telling(phase) < kEnough; ++r) {
+      const int64_t t = now_ns();
+      if (t >= phase_last || (t >= phase_end && telling(phase) >= kFewestTelling)) break;
       struct worker* w = &g_workers[r % kWorkers];
       sleep_ns(5000 + (int64_t)(next_random() % 45000));
       __atomic_store_n(&w->hold_done, 0, __ATOMIC_RELAXED);

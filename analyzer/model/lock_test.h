@@ -22,7 +22,7 @@
 #include <optional>
 #include <string>
 
-#include "profile/chunk_records.h"
+#include "profile/profile.h"
 
 namespace allocscope {
 

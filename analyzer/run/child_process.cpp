@@ -120,6 +120,10 @@ void report(int fd, int code) {
     report(report_fd, errno);
     _exit(kExitCannotExecute);
   }
+  if (spec.directory && chdir(spec.directory->c_str()) != 0) {
+    report(report_fd, errno);
+    _exit(kExitCannotExecute);
+  }
   const pid_t pid = getpid();
   for (size_t i = 0; i < spec.pid_env.size(); ++i) complete(spec.pid_env[i], pid, image.pid_env[i].data());
   if (spec.fresh_path) {

@@ -37,6 +37,7 @@ struct ChildSpec {
   std::vector<PidTemplate> pid_env;     // more "NAME=value" entries, completed with the pid
   std::optional<PidTemplate> fresh_path;  // a path that must not exist: else the program does not run
   std::optional<std::filesystem::path> output;  // the child's stdout and stderr (created or truncated)
+  std::optional<std::filesystem::path> directory;  // its working directory (default: ours)
 };
 
 struct ChildResult {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr double kProbeSeconds = 3.0;  // the probe's own bound: a quiet machine needs a fraction
+constexpr double kProbeSeconds = 2.0;  // the probe's own bound: a quiet machine needs a fraction
 
 struct TestResult {
   format::LockTest test{};
@@ -76,7 +77,15 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return parts;
 }
 
-// The program's environment for the probe: without the shim and its settings, with the
+// What the probe keeps of the program's environment: what tunes an allocator or finds its
+// libraries — glibc's tunables and MALLOC_* variables (jemalloc's MALLOC_CONF too), jemalloc's,
+// tcmalloc's, mimalloc's and scudo's own — and nothing else: a variable that names a file for the
+// program or its allocator to write (a heap profile, a report) must not make the probe write it.
+constexpr std::string_view kProbeEnvironment[] = {
+    "GLIBC_TUNABLES=", "MALLOC_", "JE_MALLOC_CONF=", "_RJEM_MALLOC_CONF=", "TCMALLOC_", "MIMALLOC_",
+    "SCUDO_OPTIONS=", "LD_LIBRARY_PATH=", "LD_BIND_NOW=", "PATH=", "LANG=", "LC_ALL="};
+
+// The program's environment for the probe (kProbeEnvironment), without the shim, with the
 // allocator preloaded first unless it is the C library's or already preloaded.
 std::vector<std::string> probe_environment(const std::vector<std::string>& env, const fs::path& shim,
                                            const std::string& allocator) {
@@ -84,14 +93,15 @@ std::vector<std::string> probe_environment(const std::vector<std::string>& env, 
   std::vector<std::string> preload;
   const std::string shim_path = canonical_or_same(shim.string());
   for (const std::string& entry : env) {
-    if (entry.starts_with("ALLOCSCOPE_")) continue;
     if (entry.starts_with("LD_PRELOAD=")) {
       for (const std::string& lib : split(entry.substr(std::strlen("LD_PRELOAD=")), ':')) {
         if (canonical_or_same(lib) != shim_path) preload.push_back(lib);
       }
       continue;
     }
-    out.push_back(entry);
+    if (std::any_of(std::begin(kProbeEnvironment), std::end(kProbeEnvironment),
+                    [&](std::string_view kept) { return entry.starts_with(kept); }))
+      out.push_back(entry);
   }
   const std::string wanted = canonical_or_same(allocator);
   bool present = is_the_c_library(allocator);
@@ -149,7 +159,7 @@ TestResult run_probe(const fs::path& probe, format::Libc libc, const std::string
                      const std::vector<std::string>& env, const fs::path& shim) {
   // Two files: the counts, and whatever the probe and the allocator print (a statistics dump at
   // exit), which only says why a probe failed.
-  const fs::path dir = fs::temp_directory_path();
+  const fs::path dir = fs::absolute(fs::temp_directory_path());
   std::string counts_name = (dir / "allocscope-lockprobe-XXXXXX").string();
   std::string log_name = counts_name;
   const int counts_fd = mkstemp(counts_name.data());
@@ -162,7 +172,17 @@ TestResult run_probe(const fs::path& probe, format::Libc libc, const std::string
     return not_run(format::LockTestStatus::Failed, libc,
                    fmt::format("cannot create a file in {} for the lock test's output", dir.string()));
   }
+  // Its own working directory, removed after: an allocator that writes files where it runs (a heap
+  // profile at exit) writes them there, not beside the program's.
+  std::string work_name = (dir / "allocscope-lockprobe-XXXXXX").string();
+  if (!mkdtemp(work_name.data())) {
+    fs::remove(counts_name, ec);
+    fs::remove(log_name, ec);
+    return not_run(format::LockTestStatus::Failed, libc,
+                   fmt::format("cannot create a directory in {} for the lock test", dir.string()));
+  }
   ChildSpec spec;
+  spec.directory = work_name;
   spec.program = probe;
   spec.argv = {probe.string(), "--max-seconds", fmt::format("{}", kProbeSeconds), "--output", counts_name};
   spec.env = probe_environment(env, shim, allocator);
@@ -177,6 +197,7 @@ TestResult run_probe(const fs::path& probe, format::Libc libc, const std::string
   const std::string counts = slurp(counts_name), last = last_output_line(log_name);
   fs::remove(counts_name, ec);
   fs::remove(log_name, ec);
+  fs::remove_all(work_name, ec);
   const std::string how = fmt::format("{} with {}", probe.filename().string(),
                                       is_the_c_library(allocator) ? "the C library's malloc" : allocator);
   if (child.status != 0) {
