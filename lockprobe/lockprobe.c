@@ -130,12 +130,14 @@ static long nonvoluntary_switches(pid_t tid) {
   return at ? atol(at + strlen("nonvoluntary_ctxt_switches:")) : -1;
 }
 
-// Whether the instruction just before `pc` is a system call (x86-64 `syscall`, 0f 05).
+// Whether the thread was in a system call when the signal came: the instruction just before
+// `pc` is one (x86-64 `syscall`, 0f 05), or `pc` is one, when the kernel will restart the call
+// (a futex wait interrupted under SA_RESTART goes back to its `syscall` instruction).
 static int after_syscall(const void* context) {
 #if defined(__x86_64__)
   const ucontext_t* uc = context;
   const unsigned char* pc = (const unsigned char*)uc->uc_mcontext.gregs[REG_RIP];
-  return pc[-2] == 0x0f && pc[-1] == 0x05;
+  return (pc[-2] == 0x0f && pc[-1] == 0x05) || (pc[0] == 0x0f && pc[1] == 0x05);
 #else
   (void)context;
   return 0;
