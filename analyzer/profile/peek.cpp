@@ -29,6 +29,16 @@ std::optional<ProcessRecord> read_process(const std::filesystem::path& path) {
   return std::nullopt;
 }
 
+std::vector<std::string> read_early_notes(const std::filesystem::path& path) {
+  ProfileReader reader(path, [](std::string_view) {});
+  Chunk chunk;
+  std::vector<std::string> notes;
+  for (int i = 0; i < 8 && reader.next(chunk); ++i) {
+    if (const auto* n = std::get_if<NoteRecord>(&chunk.body)) notes.push_back(n->text);
+  }
+  return notes;
+}
+
 uint32_t threads_with_statistics(const std::filesystem::path& path, uint32_t enough) {
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!file) return 0;

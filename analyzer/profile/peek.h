@@ -3,6 +3,8 @@
 #pragma once
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "allocscope/format.h"
 #include "profile/chunk_records.h"
@@ -15,6 +17,9 @@ std::optional<format::Calibration> read_calibration(const std::filesystem::path&
 
 // The Process chunk, which the shim writes first (looked for among the first 8 chunks), or nothing.
 std::optional<ProcessRecord> read_process(const std::filesystem::path& path);
+
+// The Note chunks among the first 8 (the shim's notes at start-up: what it found ahead of it).
+std::vector<std::string> read_early_notes(const std::filesystem::path& path);
 
 // How many threads wrote statistics (the distinct thread_serial of the ThreadStats chunks), read
 // from the chunk headers alone (nothing is checked: a damaged file is load_profile's to report);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 
@@ -148,9 +149,25 @@ int read_report(int fd) {
   return got == static_cast<ssize_t>(sizeof code) ? code : 0;
 }
 
-int wait_for(pid_t pid, struct rusage& usage) {
+// Waits for `pid`; past `deadline` (when given) kills it with SIGKILL first and says so.
+int wait_for(pid_t pid, struct rusage& usage, std::optional<std::chrono::steady_clock::time_point> deadline,
+             bool& killed) {
   int status = 0;
-  while (wait4(pid, &status, 0, &usage) < 0) {
+  if (deadline) {
+    for (;;) {
+      const pid_t done = wait4(pid, &status, WNOHANG, &usage);
+      if (done == pid) break;
+      if (done < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "wait4");
+      if (std::chrono::steady_clock::now() >= *deadline) {
+        kill(pid, SIGKILL);
+        killed = true;
+        deadline.reset();
+        break;
+      }
+      usleep(5000);
+    }
+  }
+  while (!deadline && wait4(pid, &status, 0, &usage) < 0) {
     if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "wait4");
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -213,7 +230,12 @@ ChildResult run_child(const ChildSpec& spec) {
     close(report_pipe[0]);
     result.fresh_path_existed = code == kReportFreshPathExisted;
     result.exec_errno = code > 0 ? code : 0;
-    result.status = wait_for(pid, result.usage);
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    if (spec.time_limit) {
+      deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(*spec.time_limit));
+    }
+    result.status = wait_for(pid, result.usage, deadline, result.killed_at_time_limit);
     result.wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     sigprocmask(SIG_BLOCK, &forwarded, nullptr);
     g_forward_to = 0;

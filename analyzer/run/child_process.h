@@ -38,6 +38,7 @@ struct ChildSpec {
   std::optional<PidTemplate> fresh_path;  // a path that must not exist: else the program does not run
   std::optional<std::filesystem::path> output;  // the child's stdout and stderr (created or truncated)
   std::optional<std::filesystem::path> directory;  // its working directory (default: ours)
+  std::optional<double> time_limit;      // seconds: then it is killed (SIGKILL), killed_at_time_limit set
 };
 
 struct ChildResult {
@@ -47,6 +48,7 @@ struct ChildResult {
   bool fresh_path_existed = false;  // the child stopped before exec
   struct rusage usage {};    // from wait4: ru_maxrss is in KiB
   double wall_ns = 0;        // fork to the end of the wait
+  bool killed_at_time_limit = false;
 };
 
 ChildResult run_child(const ChildSpec& spec);

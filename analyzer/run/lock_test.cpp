@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -25,6 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr double kProbeSeconds = 2.0;  // the probe's own bound: a quiet machine needs a fraction
+constexpr double kProbeTimeLimit = 15;  // then record stops it (its own alarm comes at 12 s)
 
 struct TestResult {
   format::LockTest test{};
@@ -84,36 +86,47 @@ std::vector<std::string> split(const std::string& text, char sep) {
 constexpr std::string_view kProbeEnvironment[] = {
     "GLIBC_TUNABLES=", "MALLOC_", "JE_MALLOC_CONF=", "_RJEM_MALLOC_CONF=", "TCMALLOC_", "MIMALLOC_",
     "SCUDO_OPTIONS=", "LD_LIBRARY_PATH=", "LD_BIND_NOW=", "PATH=", "LANG=", "LC_ALL="};
+// jemalloc's settings, to which the probe adds prof:false: its heap profiles (prof_final,
+// prof_prefix naming any path) are the program's to write, not the probe's.
+constexpr std::string_view kJemallocSettings[] = {"MALLOC_CONF=", "JE_MALLOC_CONF=", "_RJEM_MALLOC_CONF="};
 
-// The program's environment for the probe (kProbeEnvironment), without the shim, with the
-// allocator preloaded first unless it is the C library's or already preloaded.
-std::vector<std::string> probe_environment(const std::vector<std::string>& env, const fs::path& shim,
-                                           const std::string& allocator) {
+// The program's environment for the probe (kProbeEnvironment), with only the allocator preloaded
+// (nothing for the C library's own): not the shim, not the program's other preloaded libraries.
+std::vector<std::string> probe_environment(const std::vector<std::string>& env, const std::string& allocator) {
   std::vector<std::string> out;
-  std::vector<std::string> preload;
-  const std::string shim_path = canonical_or_same(shim.string());
   for (const std::string& entry : env) {
-    if (entry.starts_with("LD_PRELOAD=")) {
-      for (const std::string& lib : split(entry.substr(std::strlen("LD_PRELOAD=")), ':')) {
-        if (canonical_or_same(lib) != shim_path) preload.push_back(lib);
-      }
+    if (!std::any_of(std::begin(kProbeEnvironment), std::end(kProbeEnvironment),
+                     [&](std::string_view kept) { return entry.starts_with(kept); }))
       continue;
-    }
-    if (std::any_of(std::begin(kProbeEnvironment), std::end(kProbeEnvironment),
-                    [&](std::string_view kept) { return entry.starts_with(kept); }))
-      out.push_back(entry);
+    const bool jemalloc = std::any_of(std::begin(kJemallocSettings), std::end(kJemallocSettings),
+                                      [&](std::string_view name) { return entry.starts_with(name); });
+    out.push_back(jemalloc ? entry + (entry.back() == '=' ? "" : ",") + "prof:false" : entry);
   }
-  const std::string wanted = canonical_or_same(allocator);
-  bool present = is_the_c_library(allocator);
-  for (const std::string& lib : preload) present = present || canonical_or_same(lib) == wanted;
-  if (!present) preload.insert(preload.begin(), allocator);
-  if (!preload.empty()) {
-    std::string list;
-    for (const std::string& lib : preload) list += (list.empty() ? "" : ":") + lib;
-    out.push_back("LD_PRELOAD=" + list);
-  }
+  if (!is_the_c_library(allocator)) out.push_back("LD_PRELOAD=" + fs::absolute(allocator).string());
   return out;
 }
+
+// How a probe that did not exit 0 ended, in words.
+std::string ending(const ChildResult& child, double limit) {
+  if (child.killed_at_time_limit) return fmt::format("was stopped after {:.0f} s", limit);
+  if (child.status > 128 && child.status < 128 + 65) {
+    const int sig = child.status - 128;
+    if (sig == SIGALRM) return "ended itself at its alarm (the allocator kept it from finishing)";
+    return fmt::format("was killed by signal {} ({})", sig, strsignal(sig));
+  }
+  return fmt::format("exited with status {}", child.status);
+}
+
+// Removes the probe's files and directory however run_probe returns.
+struct ProbeFiles {
+  std::vector<std::string> files;
+  std::string directory;
+  ~ProbeFiles() {
+    std::error_code ec;
+    for (const std::string& f : files) fs::remove(f, ec);
+    if (!directory.empty()) fs::remove_all(directory, ec);
+  }
+};
 
 const char* const kPhaseNames[format::kLockTestPhases] = {"apart", "same"};
 const char* const kWhereNames[format::kLockTestWheres] = {"outside", "malloc", "free", "malloc_syscall"};
@@ -156,59 +169,64 @@ bool parse_probe_output(const std::string& text, TestResult& r, std::string& tes
 }
 
 TestResult run_probe(const fs::path& probe, format::Libc libc, const std::string& allocator,
-                     const std::vector<std::string>& env, const fs::path& shim) {
-  // Two files: the counts, and whatever the probe and the allocator print (a statistics dump at
-  // exit), which only says why a probe failed.
-  const fs::path dir = fs::absolute(fs::temp_directory_path());
-  std::string counts_name = (dir / "allocscope-lockprobe-XXXXXX").string();
-  std::string log_name = counts_name;
-  const int counts_fd = mkstemp(counts_name.data());
-  const int log_fd = counts_fd < 0 ? -1 : mkstemp(log_name.data());
-  if (counts_fd >= 0) close(counts_fd);
-  if (log_fd >= 0) close(log_fd);
-  std::error_code ec;
-  if (counts_fd < 0 || log_fd < 0) {
-    if (counts_fd >= 0) fs::remove(counts_name, ec);
-    return not_run(format::LockTestStatus::Failed, libc,
-                   fmt::format("cannot create a file in {} for the lock test's output", dir.string()));
-  }
-  // Its own working directory, removed after: an allocator that writes files where it runs (a heap
-  // profile at exit) writes them there, not beside the program's.
-  std::string work_name = (dir / "allocscope-lockprobe-XXXXXX").string();
-  if (!mkdtemp(work_name.data())) {
-    fs::remove(counts_name, ec);
-    fs::remove(log_name, ec);
-    return not_run(format::LockTestStatus::Failed, libc,
-                   fmt::format("cannot create a directory in {} for the lock test", dir.string()));
-  }
-  ChildSpec spec;
-  spec.directory = work_name;
-  spec.program = probe;
-  spec.argv = {probe.string(), "--max-seconds", fmt::format("{}", kProbeSeconds), "--output", counts_name};
-  spec.env = probe_environment(env, shim, allocator);
-  spec.output = log_name;
-  const ChildResult child = run_child(spec);
-  const auto slurp = [](const std::string& name) {
-    std::ifstream in(name);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  };
-  const std::string counts = slurp(counts_name), last = last_output_line(log_name);
-  fs::remove(counts_name, ec);
-  fs::remove(log_name, ec);
-  fs::remove_all(work_name, ec);
+                     const std::vector<std::string>& env) {
   const std::string how = fmt::format("{} with {}", probe.filename().string(),
                                       is_the_c_library(allocator) ? "the C library's malloc" : allocator);
-  if (child.status != 0) {
-    return not_run(format::LockTestStatus::Failed, libc,
-                   fmt::format("{} exited with status {}{}", how, child.status, last.empty() ? "" : ": " + last));
+  // Two files: the counts, and whatever the probe and the allocator print (a statistics dump at
+  // exit), which only says why a probe failed; and a working directory of its own, where an
+  // allocator that writes files where it runs writes them — all removed after.
+  std::error_code ec;
+  const fs::path dir = fs::absolute(fs::temp_directory_path(ec));
+  if (ec) return not_run(format::LockTestStatus::Failed, libc, fmt::format("no directory for temporary files: {}", ec.message()));
+  ProbeFiles made;
+  for (int i = 0; i < 2; ++i) {
+    std::string name = (dir / "allocscope-lockprobe-XXXXXX").string();
+    const int fd = mkstemp(name.data());
+    if (fd < 0) {
+      return not_run(format::LockTestStatus::Failed, libc,
+                     fmt::format("cannot create a file in {} for the lock test's output: {}", dir.string(),
+                                 std::strerror(errno)));
+    }
+    close(fd);
+    made.files.push_back(name);
   }
+  std::string work = (dir / "allocscope-lockprobe-XXXXXX").string();
+  if (!mkdtemp(work.data())) {
+    return not_run(format::LockTestStatus::Failed, libc,
+                   fmt::format("cannot create a directory in {} for the lock test: {}", dir.string(), std::strerror(errno)));
+  }
+  made.directory = work;
+  const std::string& counts_name = made.files[0];
+  ChildSpec spec;
+  spec.directory = work;
+  spec.program = probe;
+  spec.argv = {probe.string(), "--max-seconds", fmt::format("{}", kProbeSeconds), "--output", counts_name};
+  spec.env = probe_environment(env, allocator);
+  spec.output = made.files[1];
+  spec.time_limit = kProbeTimeLimit;
+  ChildResult child;
+  try {
+    child = run_child(spec);
+  } catch (const std::exception& error) {
+    return not_run(format::LockTestStatus::Failed, libc, fmt::format("{} could not be run: {}", how, error.what()));
+  }
+  if (child.exec_errno != 0) {
+    return not_run(format::LockTestStatus::Failed, libc,
+                   fmt::format("{} could not be run: {}", how, std::strerror(child.exec_errno)));
+  }
+  if (child.status != 0) {
+    const std::string last = last_output_line(made.files[1]);
+    return not_run(format::LockTestStatus::Failed, libc,
+                   fmt::format("{} {}{}", how, ending(child, kProbeTimeLimit), last.empty() ? "" : ": " + last));
+  }
+  std::ifstream in(counts_name);
+  std::stringstream text;
+  text << in.rdbuf();
   TestResult r;
   r.test.status = static_cast<uint8_t>(format::LockTestStatus::Ran);
   r.test.libc = static_cast<uint8_t>(libc);
   std::string tested;
-  if (!parse_probe_output(counts, r, tested)) {
+  if (!parse_probe_output(text.str(), r, tested)) {
     return not_run(format::LockTestStatus::Failed, libc, fmt::format("{}: its output is not the lock test's", how));
   }
   if (canonical_or_same(tested) != canonical_or_same(allocator)) {
@@ -219,10 +237,20 @@ TestResult run_probe(const fs::path& probe, format::Libc libc, const std::string
   return r;
 }
 
-TestResult lock_test_for(const ProcessRecord& process, const std::vector<std::string>& env, const fs::path& shim) {
+TestResult lock_test_for(const ProcessRecord& process, const std::vector<std::string>& notes,
+                         const std::vector<std::string>& env, const fs::path& shim) {
   const auto libc = static_cast<format::Libc>(process.info.libc);
   const std::string& allocator = process.allocator;
   if (allocator.empty()) return not_run(format::LockTestStatus::NotRun, libc, "the profile does not name the allocator");
+  // The shim's note when the program's own malloc comes before it (an allocator linked into the
+  // executable): the calls the profile holds went elsewhere, and the test could not load that one.
+  for (const std::string& note : notes) {
+    if (note.find("malloc is defined by ") != std::string::npos && note.find("ahead of the shim") != std::string::npos) {
+      return not_run(format::LockTestStatus::NotRun, libc,
+                     "the program's malloc is defined ahead of the shim (in the executable, or a library loaded "
+                     "before it): the test cannot load that allocator alone");
+    }
+  }
   if (canonical_or_same(allocator) == canonical_or_same(process.exe)) {
     return not_run(format::LockTestStatus::NotRun, libc,
                    fmt::format("the allocator is linked into the program ({}): the test cannot load it alone", allocator));
@@ -233,7 +261,7 @@ TestResult lock_test_for(const ProcessRecord& process, const std::vector<std::st
                    fmt::format("allocscope-lockprobe-{} is not installed beside {}",
                                libc == format::Libc::Musl ? "musl" : "glibc", shim.filename().string()));
   }
-  return run_probe(*probe, libc, allocator, env, shim);
+  return run_probe(*probe, libc, allocator, env);
 }
 
 // Appends the chunk with one write(2) on an O_APPEND descriptor, as the shim writes its chunks.
@@ -264,18 +292,39 @@ void add_lock_tests(const std::vector<fs::path>& profiles, const std::vector<std
   std::map<std::tuple<uint8_t, std::string>, TestResult> done;
   for (const fs::path& profile : profiles) {
     std::optional<ProcessRecord> process;
+    std::vector<std::string> notes;
+    uint32_t threads = 0;
     try {
-      if (threads_with_statistics(profile, 2) < 2) continue;
+      threads = threads_with_statistics(profile, 2);
       process = read_process(profile);
+      if (process) notes = read_early_notes(profile);
     } catch (const std::exception&) {
       continue;  // report says what is wrong with it
     }
     if (!process) continue;
+    const auto libc = static_cast<format::Libc>(process->info.libc);
+    if (threads < 2) {
+      append_chunk(profile, not_run(format::LockTestStatus::NotRun, libc,
+                                    "fewer than two threads called the allocator through the shim: nothing to test"));
+      continue;
+    }
     const auto key = std::make_tuple(process->info.libc, canonical_or_same(process->allocator));
     auto it = done.find(key);
     if (it == done.end()) {
-      if (done.size() >= kMostTests) continue;
-      it = done.emplace(key, lock_test_for(*process, env, shim)).first;
+      if (done.size() >= kMostTests) {
+        append_chunk(profile, not_run(format::LockTestStatus::NotRun, libc,
+                                      fmt::format("{} allocators were tested for this run already: the test runs for "
+                                                  "{} at most",
+                                                  kMostTests, kMostTests)));
+        continue;
+      }
+      TestResult result;
+      try {
+        result = lock_test_for(*process, notes, env, shim);
+      } catch (const std::exception& error) {
+        result = not_run(format::LockTestStatus::Failed, libc, fmt::format("the lock test could not run: {}", error.what()));
+      }
+      it = done.emplace(key, std::move(result)).first;
     }
     append_chunk(profile, it->second);
   }

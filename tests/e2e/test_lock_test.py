@@ -19,6 +19,18 @@ ONE_LOCK = ("one_lock_for_all", "inconclusive")
 NO_LOCK = ("no_shared_lock", "no_lock_across_sizes", "inconclusive")
 
 
+# glibc's malloc behind a library of its own: the program's allocator is then that library.
+FORWARDING = """#include <stddef.h>
+#include <stdlib.h>
+extern void *__libc_malloc(size_t), *__libc_calloc(size_t, size_t), *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+void *malloc(size_t n) { return __libc_malloc(n); }
+void free(void *p) { __libc_free(p); }
+void *calloc(size_t n, size_t s) { return __libc_calloc(n, s); }
+void *realloc(void *p, size_t n) { return __libc_realloc(p, n); }
+"""
+
+
 def bench(name):
     """A workload of bench/ (the stress harness), built beside the tests."""
     path = os.path.join(BUILD, "bench", name)
@@ -105,14 +117,54 @@ class LockTest(E2ETestCase):
         c, t = self.report([target("alloc_family-glibc")])
         self.assertEqual(c["verdict"], "single_thread")
         self.assertEqual(t["result"], "not_run", t)
-        self.assertEqual(t["detail"], "", t)
-        self.assertNotIn("lock_test", [e["kind"] for e in c["evidence"]])
+        self.assertIn("fewer than two threads called the allocator", t["detail"])
 
     def test_skipped_on_request(self):
         c, t = self.report([bench("harness-glibc"), "2", "300000"], allocator=test_allocator("mutex"),
                            options=["--no-lock-test"])
         self.assertEqual(t["result"], "not_run", t)
         self.assertNotEqual(c["reason"][:13], "the lock test")
+
+    def build_allocator(self, name, source):
+        """A preloadable library compiled here from C source."""
+        c_file, library = os.path.join(self.dir, name + ".c"), os.path.join(self.dir, name + ".so")
+        with open(c_file, "w") as f:
+            f.write(source)
+        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", library, c_file, "-ldl"], check=True)
+        return library
+
+    def test_a_probe_that_never_starts_is_stopped(self):
+        # An allocator whose constructor waits forever unless the program's own variable is set:
+        # the probe never sees that variable and never reaches its main (nor its alarm).  record
+        # stops it, keeps the program's exit status, and says why; nothing is left in TMPDIR.
+        library = self.build_allocator("waits", FORWARDING + (
+            "#include <unistd.h>\n"
+            "__attribute__((constructor)) static void init(void) { if (!getenv(\"WAITS_HOME\")) pause(); }\n"))
+        tmp = os.path.join(self.dir, "tmp")
+        os.mkdir(tmp)
+        run = self.record([bench("harness-glibc"), "2", "200000"], allocator=library,
+                          env={"WAITS_HOME": "/x", "TMPDIR": tmp}, timeout=120)
+        self.assertEqual(run.rc, 0, run.stderr)
+        proc = subprocess.run([CLI, "report", "--json", run.profiles[0]], capture_output=True, text=True, timeout=300)
+        t = json.loads(proc.stdout)["contention"]["lock_test"]
+        self.assertEqual(t["result"], "failed", t)
+        self.assertIn("was stopped after", t["detail"])
+        self.assertEqual(os.listdir(tmp), [])
+
+    def test_an_allocator_that_writes_a_report_writes_it_for_the_program_alone(self):
+        # The probe sees only the variables that tune allocators: the report's path is not one.
+        library = self.build_allocator("reports", FORWARDING + (
+            "#include <stdio.h>\n"
+            "__attribute__((destructor)) static void done(void) { const char *p = getenv(\"REPORTS_TO\");"
+            " if (p) { FILE *f = fopen(p, \"a\"); if (f) { fputs(\"report\\n\", f); fclose(f); } } }\n"))
+        report = os.path.join(self.dir, "report.txt")
+        c, t = self.report([bench("harness-glibc"), "2", "2000000"], allocator=library)
+        run = self.record([bench("harness-glibc"), "2", "2000000"], allocator=library, out="r2.asp",
+                          env={"REPORTS_TO": report})
+        self.assertEqual(run.rc, 0, run.stderr)
+        with open(report) as f:
+            self.assertEqual(f.read(), "report\n")
+        self.assertNotIn(t["result"], ("failed", "not_run"), t)
 
     def test_a_probe_that_is_missing_is_said(self):
         # A shim found through ALLOCSCOPE_SHIM outside the build tree has no probe beside it.
