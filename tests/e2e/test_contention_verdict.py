@@ -21,7 +21,7 @@ KINDS = ("global_lock", "partial", "none", "unsure", "single_thread")
 
 
 def bench_program(name):
-    """A workload of bench/ (xthread, mixed), built beside the tests."""
+    """A workload of bench/ (the stress harness, xthread, mixed), built beside the tests."""
     path = os.path.join(BUILD, "bench", name)
     if not os.path.exists(path):
         raise unittest.SkipTest(f"bench/{name} was not built")

@@ -11,9 +11,8 @@ import subprocess
 import json
 
 from allocscope_e2e import BUILD, CLI, E2ETestCase, target
-from test_contention_verdict import CpuHog, test_allocator
+from test_contention_verdict import CpuHog, bench_program as bench, test_allocator
 
-import unittest
 
 ONE_LOCK = ("one_lock_for_all", "inconclusive")
 NO_LOCK = ("no_shared_lock", "no_lock_across_sizes", "inconclusive")
@@ -29,14 +28,6 @@ void free(void *p) { __libc_free(p); }
 void *calloc(size_t n, size_t s) { return __libc_calloc(n, s); }
 void *realloc(void *p, size_t n) { return __libc_realloc(p, n); }
 """
-
-
-def bench(name):
-    """A workload of bench/ (the stress harness), built beside the tests."""
-    path = os.path.join(BUILD, "bench", name)
-    if not os.path.exists(path):
-        raise unittest.SkipTest(f"bench/{name} was not built")
-    return path
 
 
 class LockTest(E2ETestCase):
