@@ -23,6 +23,7 @@
 //   lost <holds that never ended>
 // A phase ends once kEnough holds inside malloc told something (passed or stopped), or when its
 // share of --max-seconds is spent (a busy machine leaves fewer).
+// (the names analyzer/profile/format_names.cpp reads them by, in the order of format.h LockTest)
 // phase: apart | same; where: malloc | malloc_syscall | free | outside (where the held worker was);
 // outcome: passed | stopped | stopped_later | preempted | other. Exit status 0, or 1 with a reason
 // on stderr.

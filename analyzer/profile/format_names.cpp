@@ -66,4 +66,23 @@ std::string exit_kind_name(uint32_t kind) {
   return fmt::format("kind {}", kind);
 }
 
+namespace {
+constexpr const char* kLockTestPhaseNames[format::kLockTestPhases] = {"apart", "same"};
+constexpr const char* kLockTestWhereNames[format::kLockTestWheres] = {"outside", "malloc", "free", "malloc_syscall"};
+constexpr const char* kLockTestOutcomeNames[format::kLockTestOutcomes] = {"passed", "stopped", "stopped_later",
+                                                                         "preempted", "other"};
+}  // namespace
+
+const char* lock_test_status_name(uint8_t status) {
+  switch (static_cast<format::LockTestStatus>(status)) {
+    case format::LockTestStatus::Ran: return "ran";
+    case format::LockTestStatus::NotRun: return "not_run";
+    case format::LockTestStatus::Failed: return "failed";
+  }
+  return "unknown";
+}
+const char* lock_test_phase_name(int phase) { return kLockTestPhaseNames[phase]; }
+const char* lock_test_where_name(int where) { return kLockTestWhereNames[where]; }
+const char* lock_test_outcome_name(int outcome) { return kLockTestOutcomeNames[outcome]; }
+
 }  // namespace allocscope

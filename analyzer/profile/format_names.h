@@ -16,5 +16,11 @@ std::string libc_name(uint8_t libc);         // "glibc", "musl", "unknown"
 std::string clock_name(uint8_t clock);       // "tsc", "monotonic", or "clock N"
 std::string thread_state_name(format::ThreadState state);  // "running", "exited", "process-exit"
 std::string exit_kind_name(uint32_t kind);   // "exit", "_exit", "exec", "explicit", or "kind N"
+// The LockTest chunk's indices (format.h), by the names allocscope-lockprobe prints them with
+// (lockprobe/lockprobe.c): run/lock_test.cpp reads its output by them, dump prints them.
+const char* lock_test_status_name(uint8_t status);  // "ran", "not_run", "failed", or "unknown"
+const char* lock_test_phase_name(int phase);        // "apart", "same"
+const char* lock_test_where_name(int where);        // "outside", "malloc", "free", "malloc_syscall"
+const char* lock_test_outcome_name(int outcome);    // "passed", "stopped", "stopped_later", "preempted", "other"
 
 }  // namespace allocscope

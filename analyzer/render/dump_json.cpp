@@ -261,18 +261,14 @@ std::string dump_json(const Profile& p) {
     w.null();
   } else {
     const format::LockTest& t = p.lock_test->test;
-    static constexpr const char* kStatus[] = {"unknown", "ran", "not_run", "failed"};
-    static constexpr const char* kPhase[] = {"apart", "same_size"};
-    static constexpr const char* kWhere[] = {"between_calls", "malloc", "free", "malloc_after_syscall"};
-    static constexpr const char* kOutcome[] = {"passed", "stopped", "stopped_later", "preempted", "other"};
-    w.begin_object().field("status", t.status < 4 ? kStatus[t.status] : "unknown").field("detail", p.lock_test->detail);
+    w.begin_object().field("status", lock_test_status_name(t.status)).field("detail", p.lock_test->detail);
     w.field("lost", t.lost);
     w.key("counts").begin_object();
     for (int phase = 0; phase < format::kLockTestPhases; ++phase) {
-      w.key(kPhase[phase]).begin_object();
+      w.key(lock_test_phase_name(phase)).begin_object();
       for (int where = 0; where < format::kLockTestWheres; ++where) {
-        w.key(kWhere[where]).begin_object();
-        for (int o = 0; o < format::kLockTestOutcomes; ++o) w.field(kOutcome[o], t.counts[phase][where][o]);
+        w.key(lock_test_where_name(where)).begin_object();
+        for (int o = 0; o < format::kLockTestOutcomes; ++o) w.field(lock_test_outcome_name(o), t.counts[phase][where][o]);
         w.end_object();
       }
       w.end_object();

@@ -289,17 +289,15 @@ std::string trace_section(const Profile& p) {
 std::string lock_test_section(const Profile& p) {
   if (!p.lock_test) return section("Lock test", "  none (not recorded by `allocscope record`, or --no-lock-test)\n");
   const format::LockTest& t = p.lock_test->test;
-  static constexpr const char* kStatus[] = {"?", "ran", "not run", "failed"};
-  static constexpr const char* kPhase[] = {"sizes apart", "one size"};
-  static constexpr const char* kWhere[] = {"between calls", "in malloc", "in free", "in malloc after a syscall"};
-  std::string body = fmt::format("  {}: {}\n", t.status < 4 ? kStatus[t.status] : "?", printable(p.lock_test->detail));
+  std::string body = fmt::format("  {}: {}\n", lock_test_status_name(t.status), printable(p.lock_test->detail));
   if (t.status != static_cast<uint8_t>(format::LockTestStatus::Ran)) return section("Lock test", body);
-  body += fmt::format("  {:<12} {:<26} {:>8} {:>8} {:>8} {:>9} {:>6}\n", "phase", "held", "passed", "stopped",
-                      "later", "preempted", "other");
+  body += fmt::format("  {:<6} {:<15} {:>8} {:>8} {:>13} {:>9} {:>6}\n", "phase", "held", "passed", "stopped",
+                      "stopped_later", "preempted", "other");
   for (int phase = 0; phase < format::kLockTestPhases; ++phase) {
     for (int where = 0; where < format::kLockTestWheres; ++where) {
       const uint32_t* c = t.counts[phase][where];
-      body += fmt::format("  {:<12} {:<26} {:>8} {:>8} {:>8} {:>9} {:>6}\n", kPhase[phase], kWhere[where],
+      body += fmt::format("  {:<6} {:<15} {:>8} {:>8} {:>13} {:>9} {:>6}\n", lock_test_phase_name(phase),
+                          lock_test_where_name(where),
                           c[format::kWatchedPassed], c[format::kWatchedStopped], c[format::kWatchedStoppedLater],
                           c[format::kWatchedPreempted], c[format::kWatchedOther]);
     }

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "allocscope/format.h"
+#include "profile/format_names.h"
 #include "profile/peek.h"
 #include "run/child_process.h"
 
@@ -128,15 +129,10 @@ struct ProbeFiles {
   }
 };
 
-const char* const kPhaseNames[format::kLockTestPhases] = {"apart", "same"};
-const char* const kWhereNames[format::kLockTestWheres] = {"outside", "malloc", "free", "malloc_syscall"};
-const char* const kOutcomeNames[format::kLockTestOutcomes] = {"passed", "stopped", "stopped_later", "preempted",
-                                                              "other"};
-
-template <size_t N>
-int index_of(const char* const (&names)[N], const std::string& name) {
-  for (size_t i = 0; i < N; ++i) {
-    if (name == names[i]) return static_cast<int>(i);
+// The index whose name `name_of` gives `name`, or -1.
+int index_of(const char* (*name_of)(int), int count, const std::string& name) {
+  for (int i = 0; i < count; ++i) {
+    if (name == name_of(i)) return i;
   }
   return -1;
 }
@@ -159,7 +155,9 @@ bool parse_probe_output(const std::string& text, TestResult& r, std::string& tes
       r.test.lost = static_cast<uint32_t>(n);
     } else {
       fields >> b >> c >> d >> e >> n;
-      const int phase = index_of(kPhaseNames, a), where = index_of(kWhereNames, b), outcome = index_of(kOutcomeNames, e);
+      const int phase = index_of(lock_test_phase_name, format::kLockTestPhases, a);
+      const int where = index_of(lock_test_where_name, format::kLockTestWheres, b);
+      const int outcome = index_of(lock_test_outcome_name, format::kLockTestOutcomes, e);
       if (!fields || phase < 0 || where < 0 || outcome < 0) return false;
       r.test.counts[phase][where][outcome] += static_cast<uint32_t>(n);
       counted = true;

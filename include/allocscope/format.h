@@ -575,7 +575,7 @@ enum LockTestWhere {
   kHeldOutside = 0,        // between its calls
   kHeldInMalloc = 1,       // inside malloc
   kHeldInFree = 2,         // inside free
-  kHeldAfterSyscall = 3,   // inside malloc, just back from a system call (a waiter: it held no lock)
+  kHeldAfterSyscall = 3,   // inside malloc, in a system call (a waiter, at or just past its syscall: it held no lock)
   kLockTestWheres = 4
 };
 enum LockTestOutcome {
