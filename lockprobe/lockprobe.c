@@ -15,14 +15,16 @@
 // the CPU meanwhile (spinning on a lock) or sleeps in a futex wait (its /proc syscall file); a
 // worker waiting for a CPU proves nothing and is counted as such.
 //
-// Two phases: sizes twice apart or more (48 and 400 bytes: three powers of two apart), then
-// one size for all (48 bytes). Output, on stdout or in the file --output names, one line per counter:
+// Two phases, taking turns in short blocks: sizes twice apart or more (48 and 400 bytes: three
+// powers of two apart), and one size for all (48 bytes). Output, on stdout or in the file
+// --output names, one line per counter:
 //   allocscope-lockprobe 1
 //   allocator <the object that defines malloc here>
 //   <phase> <where> <held worker> <watched worker> <outcome> <count>
 //   lost <holds that never ended>
-// A phase ends once kEnough holds inside malloc told something (passed or stopped), or when its
-// share of --max-seconds is spent (a busy machine leaves fewer).
+// A phase ends once kEnough holds inside malloc told something (passed or stopped), or once 40 or
+// more have settled what the analyzer will read with a margin (decided()), or when --max-seconds
+// is spent (a busy machine leaves fewer).
 // (the names analyzer/profile/format_names.cpp reads them by, in the order of format.h LockTest)
 // phase: apart | same; where: malloc | malloc_syscall | free | outside (where the held worker was);
 // outcome: passed | stopped | stopped_later | preempted | other. Exit status 0, or 1 with a reason
@@ -67,6 +69,7 @@ static const int64_t kYieldedCpuNs = 2000;   // … with this much CPU time at l
 static const int kStoppedAtOnce = 2;        // at most this many calls completed after the hold began
 static const unsigned long kEnough = 120;
 static const unsigned long kFewestTelling = 30;
+static const unsigned long kBlockTelling = 10;
 static const unsigned kControlEvery = 8;
 
 struct worker {
@@ -281,15 +284,36 @@ static uint64_t next_random(void) {
   return g_rng;
 }
 
-// Holds inside malloc that told something in `phase`: the watched worker passed or stopped.
-static unsigned long telling(int phase) {
+// Holds inside malloc in `phase` that ended with `outcome`.
+static unsigned long holds(int phase, int outcome) {
   unsigned long n = 0;
   for (int h = 0; h < kWorkers; ++h) {
-    for (int v = 0; v < kWorkers; ++v) {
-      for (int o = kPassed; o <= kStoppedLater; ++o) n += __atomic_load_n(&g_counts[phase][kInMalloc][h][v][o], __ATOMIC_RELAXED);
-    }
+    for (int v = 0; v < kWorkers; ++v) n += __atomic_load_n(&g_counts[phase][kInMalloc][h][v][outcome], __ATOMIC_RELAXED);
   }
   return n;
+}
+
+// Holds inside malloc that told something in `phase`: the watched worker passed or stopped.
+static unsigned long telling(int phase) {
+  return holds(phase, kPassed) + holds(phase, kStopped) + holds(phase, kStoppedLater);
+}
+
+// Whether `phase` may end before kEnough telling holds: from kEarliest on, once the stopped share
+// lies beyond kDecidingShare by kDecidingZ standard errors (the score test, whose bounds are
+// Wilson's), on the side the analyzer reads as a lock (stopped at once at least twice as often as
+// later) or as none. The analyzer judges the counts with z = 2 (model/lock_test.h): a phase that
+// ends early has settled with a margin, and one that has not runs on.
+static const unsigned long kEarliest = 40;
+static const double kDecidingShare = 0.2, kDecidingZ = 3.0;
+static int decided(int phase) {
+  const unsigned long told = telling(phase);
+  if (told >= kEnough) return 1;
+  if (told < kEarliest) return 0;
+  const unsigned long stopped = holds(phase, kStopped), later = holds(phase, kStoppedLater);
+  const double n = (double)told, p = (double)stopped / n, d = p - kDecidingShare;
+  const int beyond = n * d * d >= kDecidingZ * kDecidingZ * kDecidingShare * (1 - kDecidingShare);
+  if (!beyond) return 0;
+  return d < 0 || stopped >= 2 * later;
 }
 
 static int usage(void) {
@@ -345,37 +369,47 @@ int main(int argc, char** argv) {
   }
   while (__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE) < kWorkers) sleep_ns(100000);
 
-  // Each phase gets its share of --max-seconds, and up to as much again while fewer than
-  // kFewestTelling holds told something (a busy machine, a lock whose waiters yield).
-  const int64_t deadline = now_ns() + (int64_t)(max_seconds * 1e9);
+  // The phases take turns in blocks of kBlockTelling telling holds (or an eighth of
+  // --max-seconds), so that whatever else the machine does at some moment falls on both alike: a
+  // lock per size class is one that stops the other thread at one size and not at sizes apart in
+  // the same stretch of time. A phase is done once decided(), after `rounds` signals, or at
+  // --max-seconds — or up to as much again while fewer than kFewestTelling of its holds told
+  // something (a busy machine, a lock whose waiters yield).
+  const int64_t max_ns = (int64_t)(max_seconds * 1e9);
+  const int64_t deadline = now_ns() + max_ns, last = deadline + max_ns;
   const pid_t pid = getpid();
-  long lost = 0;
-  for (int phase = 0; phase < kPhases; ++phase) {
-    for (int i = 0; i < kWorkers; ++i) {
-      __atomic_store_n(&g_workers[i].size, phase == kApart ? kApartSizes[i] : kSameSize, __ATOMIC_RELAXED);
-    }
-    sleep_ns(5000000);  // the workers settle into their sizes
-    __atomic_store_n(&g_phase, phase, __ATOMIC_RELEASE);
-    const int64_t share = (deadline - now_ns()) / (kPhases - phase);
-    const int64_t phase_end = now_ns() + share, phase_last = phase_end + share;
-    for (long r = 0; r < rounds && telling(phase) < kEnough; ++r) {
-      const int64_t t = now_ns();
-      if (t >= phase_last || (t >= phase_end && telling(phase) >= kFewestTelling)) break;
-      struct worker* w = &g_workers[r % kWorkers];
-      sleep_ns(5000 + (int64_t)(next_random() % 45000));
-      __atomic_store_n(&w->hold_done, 0, __ATOMIC_RELAXED);
-      if (syscall(SYS_tgkill, pid, w->tid, SIGUSR2) != 0) {
-        perror("allocscope-lockprobe: tgkill");
-        return 1;
+  long lost = 0, sent[kPhases] = {0, 0};
+  int done[kPhases] = {0, 0};
+  while (!done[kApart] || !done[kSame]) {
+    for (int phase = 0; phase < kPhases; ++phase) {
+      if (done[phase]) continue;
+      for (int i = 0; i < kWorkers; ++i) {
+        __atomic_store_n(&g_workers[i].size, phase == kApart ? kApartSizes[i] : kSameSize, __ATOMIC_RELAXED);
       }
-      const int64_t give_up = now_ns() + 200000000;
-      while (!__atomic_load_n(&w->hold_done, __ATOMIC_ACQUIRE)) {
-        if (now_ns() > give_up) {
-          ++lost;
-          break;
+      sleep_ns(1000000);  // the workers settle into their sizes
+      __atomic_store_n(&g_phase, phase, __ATOMIC_RELEASE);
+      const unsigned long block_end = telling(phase) + kBlockTelling;
+      const int64_t block_last = now_ns() + max_ns / 8;
+      while (telling(phase) < block_end && sent[phase] < rounds && now_ns() < block_last && !decided(phase)) {
+        struct worker* w = &g_workers[sent[phase]++ % kWorkers];
+        sleep_ns(5000 + (int64_t)(next_random() % 45000));
+        __atomic_store_n(&w->hold_done, 0, __ATOMIC_RELAXED);
+        if (syscall(SYS_tgkill, pid, w->tid, SIGUSR2) != 0) {
+          perror("allocscope-lockprobe: tgkill");
+          return 1;
         }
-        sleep_ns(20000);
+        const int64_t give_up = now_ns() + 200000000;
+        while (!__atomic_load_n(&w->hold_done, __ATOMIC_ACQUIRE)) {
+          if (now_ns() > give_up) {
+            ++lost;
+            break;
+          }
+          sleep_ns(20000);
+        }
       }
+      const int64_t t = now_ns();
+      done[phase] = decided(phase) || sent[phase] >= rounds || t >= last ||
+                    (t >= deadline && telling(phase) >= kFewestTelling);
     }
   }
   __atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
