@@ -25,7 +25,7 @@
 // A phase ends once kEnough holds inside malloc told something (passed or stopped), or once 40 or
 // more have settled what the analyzer will read with a margin (decided()), or when --max-seconds
 // is spent (a busy machine leaves fewer).
-// (the names analyzer/profile/format_names.cpp reads them by, in the order of format.h LockTest)
+// (the names of include/allocscope/lock_test_probe.h, in the order of format.h LockTest)
 // phase: apart | same; where: malloc | malloc_syscall | free | outside (where the held worker was);
 // outcome: passed | stopped | stopped_later | preempted | other. Exit status 0, or 1 with a reason
 // on stderr.
@@ -45,6 +45,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "allocscope/lock_test_probe.h"
+
 enum { kWorkers = 2, kRing = 16 };
 // Where the held worker was: kInMallocSyscall is inside malloc, just back from a system call (a
 // waiter woken by the signal: it held no lock then), told by the instruction before its program
@@ -53,9 +55,6 @@ enum { kOut = 0, kInMalloc = 1, kInFree = 2, kInMallocSyscall = 3, kWheres = 4 }
 enum { kPassed, kStopped, kStoppedLater, kPreempted, kOther, kOutcomes };
 enum { kApart = 0, kSame = 1, kPhases = 2 };
 
-static const char* const kWhereNames[kWheres] = {"outside", "malloc", "free", "malloc_syscall"};
-static const char* const kOutcomeNames[kOutcomes] = {"passed", "stopped", "stopped_later", "preempted", "other"};
-static const char* const kPhaseNames[kPhases] = {"apart", "same"};
 static const size_t kApartSizes[kWorkers] = {48, 400};
 static const size_t kSameSize = 48;
 
@@ -304,7 +303,7 @@ static unsigned long telling(int phase) {
 // later) or as none. The analyzer judges the counts with z = 2 (model/lock_test.h): a phase that
 // ends early has settled with a margin, and one that has not runs on.
 static const unsigned long kEarliest = 40;
-static const double kDecidingShare = 0.2, kDecidingZ = 3.0;
+static const double kDecidingShare = ALLOCSCOPE_LOCK_TEST_STOPS, kDecidingZ = 3.0;
 static int decided(int phase) {
   const unsigned long told = telling(phase);
   if (told >= kEnough) return 1;
@@ -313,7 +312,7 @@ static int decided(int phase) {
   const double n = (double)told, p = (double)stopped / n, d = p - kDecidingShare;
   const int beyond = n * d * d >= kDecidingZ * kDecidingZ * kDecidingShare * (1 - kDecidingShare);
   if (!beyond) return 0;
-  return d < 0 || stopped >= 2 * later;
+  return d < 0 || stopped >= ALLOCSCOPE_LOCK_TEST_AT_ONCE * later;
 }
 
 static int usage(void) {
@@ -430,7 +429,9 @@ int main(int argc, char** argv) {
         for (int v = 0; v < kWorkers; ++v) {
           if (v == h) continue;
           for (int o = 0; o < kOutcomes; ++o) {
-            fprintf(out, "%s %s %d %d %s %lu\n", kPhaseNames[p], kWhereNames[w], h, v, kOutcomeNames[o], g_counts[p][w][h][v][o]);
+            fprintf(out, "%s %s %d %d %s %lu\n", allocscope_lock_test_phase_names[p],
+                    allocscope_lock_test_where_names[w], h, v, allocscope_lock_test_outcome_names[o],
+                    g_counts[p][w][h][v][o]);
           }
         }
       }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "allocscope/format.h"
 #include "loaded_object.h"
 #include "sys.h"
 #include "text_buffer.h"
@@ -171,8 +172,7 @@ size_t describe_shadowed_entries(char* out, size_t cap) {
     const char* where = dladdr(fn, &info) && info.dli_fname && *info.dli_fname
                             ? info.dli_fname
                             : "the executable";
-    m.put("allocscope: ").put(e[1]).put(" is defined by ").put(where)
-        .put(" ahead of the shim: the calls bound to it are not recorded");
+    m.put("allocscope: ").put(e[1]).put(format::kNoteDefinedBy).put(where).put(format::kNoteAheadOfShim);
     if (e[0][0] == '_') m.put(" (only the C functions it calls, if any)");
     m.put("\n");
   }

@@ -208,9 +208,9 @@ struct Decision {
 };
 using Rule = std::optional<Decision>;
 
-// At least kMinSlept of `slept`, and kSleptShare of `switched` (the slow calls whose switches are known).
-bool sleep_often(uint64_t slept, uint64_t switched) {
-  return slept >= kMinSlept && static_cast<double>(slept) >= kSleptShare * static_cast<double>(switched);
+// At least `fewest` of `slept`, and kSleptShare of `switched` (the slow calls whose switches are known).
+bool sleep_often(uint64_t slept, uint64_t switched, uint64_t fewest = kMinSlept) {
+  return slept >= fewest && static_cast<double>(slept) >= kSleptShare * static_cast<double>(switched);
 }
 
 // Slow calls sleep inside the allocator: threads wait there for something — another thread, or
@@ -220,9 +220,7 @@ bool sleeps_inside(const ContentionInputs& in) { return sleep_often(in.slow_slep
 // Slow calls slept inside the allocator more than by chance: two or more, and kSleptShare of them
 // (one sleep among many is the kernel's, a page fault waiting on the memory map's lock). Enough to
 // keep "no thread waited" from being said; sleeps_inside() is what says that threads did.
-bool sleep_at_all(const ContentionInputs& in) {
-  return in.slow_slept >= kMinSleptAtAll && static_cast<double>(in.slow_slept) >= kSleptShare * static_cast<double>(in.slow_switched);
-}
+bool sleep_at_all(const ContentionInputs& in) { return sleep_often(in.slow_slept, in.slow_switched, kMinSleptAtAll); }
 
 // Calls made alone (nobody else inside at their start: nobody to wait for) slept about as often as
 // the slow calls that met another thread (the lower end of Wilson's interval at least

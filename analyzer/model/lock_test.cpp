@@ -25,7 +25,7 @@ LockTestHolds sum(const LockTestHolds& a, const LockTestHolds& b) {
 
 bool enough(const LockTestHolds& h) { return h.told >= kLockTestMinTold; }
 bool stops_at_once(const LockTestHolds& h) {
-  return enough(h) && h.low() >= kLockTestStops && h.stopped >= 2 * h.stopped_later;
+  return enough(h) && h.low() >= kLockTestStops && h.stopped >= kLockTestAtOnce * h.stopped_later;
 }
 bool never_stops(const LockTestHolds& h) { return enough(h) && h.high() < kLockTestStops; }
 

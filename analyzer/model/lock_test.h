@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 
+#include "allocscope/lock_test_probe.h"
 #include "profile/profile.h"
 
 namespace allocscope {
@@ -49,7 +50,8 @@ struct LockTestFinding {
 };
 
 constexpr uint64_t kLockTestMinTold = 20;
-constexpr double kLockTestStops = 0.2;
+constexpr double kLockTestStops = ALLOCSCOPE_LOCK_TEST_STOPS;  // include/allocscope/lock_test_probe.h
+constexpr uint64_t kLockTestAtOnce = ALLOCSCOPE_LOCK_TEST_AT_ONCE;
 
 LockTestFinding read_lock_test(const std::optional<LockTestRecord>& record);
 

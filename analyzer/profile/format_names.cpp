@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
+#include "allocscope/lock_test_probe.h"
+
 namespace allocscope {
 
 using format::ChunkType;
@@ -66,12 +70,9 @@ std::string exit_kind_name(uint32_t kind) {
   return fmt::format("kind {}", kind);
 }
 
-namespace {
-constexpr const char* kLockTestPhaseNames[format::kLockTestPhases] = {"apart", "same"};
-constexpr const char* kLockTestWhereNames[format::kLockTestWheres] = {"outside", "malloc", "free", "malloc_syscall"};
-constexpr const char* kLockTestOutcomeNames[format::kLockTestOutcomes] = {"passed", "stopped", "stopped_later",
-                                                                         "preempted", "other"};
-}  // namespace
+static_assert(std::size(allocscope_lock_test_phase_names) == format::kLockTestPhases);
+static_assert(std::size(allocscope_lock_test_where_names) == format::kLockTestWheres);
+static_assert(std::size(allocscope_lock_test_outcome_names) == format::kLockTestOutcomes);
 
 const char* lock_test_status_name(uint8_t status) {
   switch (static_cast<format::LockTestStatus>(status)) {
@@ -81,8 +82,8 @@ const char* lock_test_status_name(uint8_t status) {
   }
   return "unknown";
 }
-const char* lock_test_phase_name(int phase) { return kLockTestPhaseNames[phase]; }
-const char* lock_test_where_name(int where) { return kLockTestWhereNames[where]; }
-const char* lock_test_outcome_name(int outcome) { return kLockTestOutcomeNames[outcome]; }
+const char* lock_test_phase_name(int phase) { return allocscope_lock_test_phase_names[phase]; }
+const char* lock_test_where_name(int where) { return allocscope_lock_test_where_names[where]; }
+const char* lock_test_outcome_name(int outcome) { return allocscope_lock_test_outcome_names[outcome]; }
 
 }  // namespace allocscope

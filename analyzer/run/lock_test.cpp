@@ -70,16 +70,6 @@ bool is_the_c_library(const std::string& allocator) {
          base.starts_with("libc.musl-");
 }
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(text);
-  while (std::getline(in, part, sep)) {
-    if (!part.empty()) parts.push_back(part);
-  }
-  return parts;
-}
-
 // What the probe keeps of the program's environment: what tunes an allocator or finds its
 // libraries — glibc's tunables and MALLOC_* variables (jemalloc's MALLOC_CONF too), jemalloc's,
 // tcmalloc's, mimalloc's and scudo's own — and nothing else: a variable that names a file for the
@@ -243,7 +233,8 @@ TestResult lock_test_for(const ProcessRecord& process, const std::vector<std::st
   // The shim's note when the program's own malloc comes before it (an allocator linked into the
   // executable): the calls the profile holds went elsewhere, and the test could not load that one.
   for (const std::string& note : notes) {
-    if (note.find("malloc is defined by ") != std::string::npos && note.find("ahead of the shim") != std::string::npos) {
+    if (note.find(std::string("allocscope: malloc") + format::kNoteDefinedBy) != std::string::npos &&
+        note.find(format::kNoteAheadOfShim) != std::string::npos) {
       return not_run(format::LockTestStatus::NotRun, libc,
                      "the program's malloc is defined ahead of the shim (in the executable, or a library loaded "
                      "before it): the test cannot load that allocator alone");

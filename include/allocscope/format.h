@@ -77,6 +77,12 @@ enum class ChunkType : uint16_t {
   LockTest = 13,
 };
 
+// The Note the shim writes for each entry point defined ahead of it (an allocator linked into the
+// executable, a library preloaded before it): "allocscope: malloc is defined by OBJECT ahead of
+// the shim: …" (shim/real_allocator.cpp). `record` reads it back: such a program gets no lock test.
+inline constexpr char kNoteDefinedBy[] = " is defined by ";
+inline constexpr char kNoteAheadOfShim[] = " ahead of the shim: the calls bound to it are not recorded";
+
 struct ChunkHeader {
   uint32_t magic;         // kChunkMagic
   uint16_t type;          // ChunkType
