@@ -295,14 +295,21 @@ class FaultTerm(DiffCase):
                 estimate, bound = side["faults_in_calls"], side["faults_in_calls_bound"]
                 self.assertGreaterEqual(side["minor_faults"], total, side)
                 self.assertLessEqual(abs(estimate - truth), bound, (truth, side))
-                # The bound says something: at most half of the count where the calls fault a lot,
-                # at most half of all the thread's faults where they fault little — unless the run
-                # says its allocator time is unsure (report's allocator_time_unsure: the calls'
-                # lengths, on which the unread slow calls' faults rest, are not known; measured beside
-                # the rest of the suite, tcmalloc's calls once read 1.12 s ± 1.09 s against 0.024 s
-                # alone, and the fault bound all 2,490 of the thread's faults).
+                # The bound says something — unless the run says its allocator time is unsure
+                # (report's allocator_time_unsure: the calls' lengths, on which the unread slow
+                # calls' faults rest, are not known; measured beside the rest of the suite,
+                # tcmalloc's calls once read 1.12 s ± 1.09 s against 0.024 s alone, and the fault
+                # bound all 2,490 of the thread's faults).  Where the calls fault a lot, at most
+                # half of their count.  Where they fault little, less than all the thread's faults:
+                # the bound is then mostly the slow calls whose faults could not be read (their
+                # reading was spoilt by a gap that could hold a fault), which the machine's load
+                # decides; tcmalloc's read 380–582 of 1,324 beside two CPU hogs and 741 once beside
+                # the suite, with the estimate within it each time.
                 if not json_of("report", "--json", run.profiles[0])["allocator_time_unsure"]:
-                    self.assertLessEqual(bound, 0.5 * (truth if informative else total), (truth, total, side))
+                    if informative:
+                        self.assertLessEqual(bound, 0.5 * truth, (truth, total, side))
+                    else:
+                        self.assertLess(bound, total, (truth, total, side))
 
 
 class PreloadedAllocator(DiffCase):
