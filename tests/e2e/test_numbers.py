@@ -301,10 +301,9 @@ class FaultTerm(DiffCase):
                 # tcmalloc's calls once read 1.12 s ± 1.09 s against 0.024 s alone, and the fault
                 # bound all 2,490 of the thread's faults).  Where the calls fault a lot, at most
                 # half of their count.  Where they fault little, less than all the thread's faults:
-                # the bound is then mostly the slow calls whose faults could not be read (their
-                # reading was spoilt by a gap that could hold a fault), which the machine's load
-                # decides; tcmalloc's read 380–582 of 1,324 beside two CPU hogs and 741 once beside
-                # the suite, with the estimate within it each time.
+                # the bound's width there follows the machine's load (tcmalloc's read 380–582 of
+                # 1,324 beside two CPU hogs and 741 once beside the suite, with the estimate within
+                # it each time).
                 if not json_of("report", "--json", run.profiles[0])["allocator_time_unsure"]:
                     if informative:
                         self.assertLessEqual(bound, 0.5 * truth, (truth, total, side))
