@@ -54,6 +54,11 @@ enum { kWorkers = 2, kRing = 16 };
 enum { kOut = 0, kInMalloc = 1, kInFree = 2, kInMallocSyscall = 3, kWheres = 4 };
 enum { kPassed, kStopped, kStoppedLater, kPreempted, kOther, kOutcomes };
 enum { kApart = 0, kSame = 1, kPhases = 2 };
+// The output names these indices by include/allocscope/lock_test_probe.h's arrays, in this order.
+#define ALLOCSCOPE_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+_Static_assert(ALLOCSCOPE_COUNT_OF(allocscope_lock_test_phase_names) == kPhases, "phase names");
+_Static_assert(ALLOCSCOPE_COUNT_OF(allocscope_lock_test_where_names) == kWheres, "where names");
+_Static_assert(ALLOCSCOPE_COUNT_OF(allocscope_lock_test_outcome_names) == kOutcomes, "outcome names");
 
 static const size_t kApartSizes[kWorkers] = {48, 400};
 static const size_t kSameSize = 48;
