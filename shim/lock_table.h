@@ -21,6 +21,7 @@ struct LockTable {
   uint64_t waits;             // all recorded waits of the thread (rows and dropped)
   uint64_t waits_at_flush;    // `waits` as of the last LockWaits chunk
   uint64_t dropped_waits, dropped_ticks;
+  uint64_t allocator_dropped;       // the allocator's own waits not in any row (the table was full)
   uint64_t unlocks, unlocks_timed;  // pthread_mutex_unlock: all (as of the last timed one), timed
   // The last contended wait, not yet in the rows: the thread got the lock and holds it, and the
   // wait is added after its next unlock (lock_waits.cpp), outside the lock.  Here, not in TLS, so
@@ -29,6 +30,9 @@ struct LockTable {
     uint64_t lock, site, duration, t1;
     uint8_t kind, timed_out, set;
   } pending;
+  // The same for a wait of the allocator's own (lock_waits.h allocator_lock_wait): added after the
+  // allocator's next unlock, outside its critical section.
+  PendingWait allocator_pending;
   uint16_t index[kLockIndexSize];  // 0 = empty, else row number + 1
   format::LockWaitRow rows[kLockRows];
 };

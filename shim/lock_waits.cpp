@@ -21,6 +21,7 @@ __thread uint64_t t_unlocks __attribute__((tls_model("initial-exec")));
 __thread uint64_t t_unlocks_done __attribute__((tls_model("initial-exec")));
 __thread bool t_unlock_started __attribute__((tls_model("initial-exec")));
 __thread bool t_wait_pending __attribute__((tls_model("initial-exec")));
+__thread bool t_allocator_wait_pending __attribute__((tls_model("initial-exec")));
 __thread uint8_t t_in_lock __attribute__((tls_model("initial-exec")));
 bool g_real_locks_resolved = false;
 bool g_lock_waits = false;
@@ -105,8 +106,8 @@ uint64_t mix(uint64_t lock, uint64_t site) {
   return x ^ (x >> 29);
 }
 
-// The thread's row for (lock, site, kind), created on first use; null when the table is full.
-format::LockWaitRow* row_for(LockTable& t, uint64_t lock, uint64_t site, uint8_t kind) {
+// The thread's row for (lock, site, kind, flags), created on first use; null when the table is full.
+format::LockWaitRow* row_for(LockTable& t, uint64_t lock, uint64_t site, uint8_t kind, uint8_t flags = 0) {
   unsigned i = static_cast<unsigned>(mix(lock, site)) & (kLockIndexSize - 1);
   for (unsigned probe = 0; probe < kLockIndexSize; probe++, i = (i + 1) & (kLockIndexSize - 1)) {
     const uint16_t idx = t.index[i];
@@ -117,12 +118,13 @@ format::LockWaitRow* row_for(LockTable& t, uint64_t lock, uint64_t site, uint8_t
       r.lock = lock;
       r.site = site;
       r.kind = kind;
+      r.flags = flags;
       t.index[i] = static_cast<uint16_t>(n + 1);
       t.n_rows.store(n + 1, std::memory_order_release);
       return &r;
     }
     format::LockWaitRow& r = t.rows[idx - 1];
-    if (r.lock == lock && r.site == site && r.kind == kind) return &r;
+    if (r.lock == lock && r.site == site && r.kind == kind && r.flags == flags) return &r;
   }
   return nullptr;
 }
@@ -258,6 +260,48 @@ int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
   return r;
 }
 
+int timed_allocator_lock(format::LockKind kind, const void* lock, void* site, int (*call)(void*), void* arg) {
+  const uint64_t t0 = ticks();
+  const int r = call(arg);
+  const uint64_t t1 = ticks();
+  Slot* s = t_ctx.slot;
+  if (s == nullptr || s->h.state.load(std::memory_order_relaxed) == kSlotFree) return r;
+  if (s->locks.allocator_pending.set) add_allocator_wait();  // a second lock taken while holding the first
+  LockTable::PendingWait& p = s->locks.allocator_pending;
+  p.lock = reinterpret_cast<uint64_t>(lock);
+  p.site = reinterpret_cast<uint64_t>(site);
+  p.duration = t1 - t0;
+  p.t1 = t1;
+  p.kind = static_cast<uint8_t>(kind);
+  p.timed_out = 0;
+  p.set = 1;
+  if (r == 0) t_allocator_wait_pending = true;  // held: added after the unlock
+  else add_allocator_wait();                    // not held (a failed call): nothing to lengthen
+  return r;
+}
+
+void add_allocator_wait() {
+  t_allocator_wait_pending = false;
+  Slot* s = t_ctx.slot;
+  // A fork child's slot was wiped: its parent's wait is not its own.
+  if (s == nullptr || s->h.state.load(std::memory_order_relaxed) == kSlotFree || !s->locks.allocator_pending.set) return;
+  const LockTable::PendingWait p = s->locks.allocator_pending;
+  s->locks.allocator_pending.set = 0;
+  if (!g_ps || g_ps->mode.load(std::memory_order_acquire) != kModeActive) return;
+  const int saved = errno;
+  LockTable& t = s->locks;
+  format::LockWaitRow* r = row_for(t, p.lock, p.site, p.kind, format::kLockRowInAllocator);
+  if (r) {
+    bump(r->waits, 1);
+    bump(r->wait_ticks, p.duration);
+    if (p.duration > peek(r->max_ticks)) __atomic_store_n(&r->max_ticks, p.duration, __ATOMIC_RELAXED);
+  } else {
+    bump(t.allocator_dropped, 1);
+  }
+  bump(t.waits, 1);
+  errno = saved;
+}
+
 int unlock_then_add_wait(pthread_mutex_t* m) {
   const int r = counted_unlock(m);
   add_pending_wait(true);
@@ -372,6 +416,8 @@ bool write_lock_waits(Slot* s) {
   lh->dropped_ticks = peek(t.dropped_ticks);
   lh->unlocks = peek(t.unlocks);
   lh->unlocks_timed = peek(t.unlocks_timed);
+  const uint64_t allocator_dropped = peek(t.allocator_dropped);
+  lh->allocator_dropped = allocator_dropped > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(allocator_dropped);
   for (uint32_t i = 0; i < n; i++) {
     const format::LockWaitRow& src = t.rows[i];
     format::LockWaitRow& dst = rows[i];
@@ -382,7 +428,7 @@ bool write_lock_waits(Slot* s) {
     dst.max_ticks = peek(src.max_ticks);
     dst.stack_id = __atomic_load_n(&src.stack_id, __ATOMIC_RELAXED);
     dst.kind = src.kind;
-    dst.reserved0 = 0;
+    dst.flags = src.flags;
     dst.timeouts = __atomic_load_n(&src.timeouts, __ATOMIC_RELAXED);
   }
   const bool ok = write_chunk(format::ChunkType::LockWaits, s->out,

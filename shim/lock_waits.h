@@ -6,10 +6,14 @@
 // trylock finds the lock taken is the real, blocking call timed (two clock reads around it) and
 // the wait added to the thread's row for (lock address, call site) (lock_table.h); the first wait
 // of a row — and the 2nd, 4th, 8th… while none was captured — takes a call stack.  A condition
-// wait blocks by design: every call is timed, under kind Cond.  Calls from inside the shim or the
-// allocator (t_ctx.depth > 0: jemalloc's arena mutexes, libunwind's caches) are forwarded
-// unrecorded, so that the allocator's own lock waits stay in the allocator's time and nowhere
-// else.  musl's malloc lock and glibc's arena locks never come through these symbols at all.
+// wait blocks by design: every call is timed, under kind Cond.  Calls from inside the shim
+// (t_ctx.depth > 0 outside an allocator call: libunwind's caches) are forwarded unrecorded.  Calls
+// from inside an allocator call (the gate's kInCall: a library allocator's refill lock, jemalloc's
+// arena mutexes) are the allocator's own lock waits: whether or not lock tracing is on, they are
+// tried first the same way, and a wait is timed and kept in rows of their own (format.h
+// kLockRowInAllocator), never with the program's locks: the allocator's waits stay in the
+// allocator's time, and say where its threads waited for each other.  musl's malloc lock and
+// glibc's arena locks never come through these symbols at all.
 //
 // The real functions are found with dlsym(RTLD_NEXT, …) — in glibc's libc.so.6 (2.34 and later;
 // earlier in libpthread) or musl's libc.so — when the library loads, or on first use.
@@ -80,6 +84,23 @@ inline bool real_locks_ready() {
 inline bool trace_this_lock() {
   return __builtin_expect(__atomic_load_n(&g_lock_waits, __ATOMIC_RELAXED), 0) && t_ctx.depth == 0;
 }
+
+// Whether the thread is inside a real allocator call (the gate's kInCall): a lock taken now is the
+// allocator's own.
+inline bool inside_allocator_call() { return (t_ctx.depth & kInCall) != 0; }
+
+// The allocator's own contended lock call: `call(arg)` is the real blocking call, timed around it;
+// a wait that ends with the lock taken (the call returned 0) is kept until the allocator's next
+// unlock (t_allocator_wait_pending), so that recording it lengthens none of its critical sections.
+int timed_allocator_lock(format::LockKind kind, const void* lock, void* site, int (*call)(void*), void* arg);
+template <class Call>
+inline int allocator_lock_wait(format::LockKind kind, const void* lock, void* site, Call& call) {
+  return timed_allocator_lock(kind, lock, site, [](void* c) { return (*static_cast<Call*>(c))(); }, &call);
+}
+extern __thread bool t_allocator_wait_pending __attribute__((tls_model("initial-exec")));
+// After the real unlock: adds the kept wait to the thread's rows.  Also called when the thread
+// exits, and before a second wait is kept.
+void add_allocator_wait();
 
 // The contended paths: time `wait` and keep it for the thread's next unlock (lock_waits.cpp).  A
 // wait is added to the rows only once the thread has let go of a lock: whatever recording costs

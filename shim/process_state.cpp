@@ -350,7 +350,8 @@ bool write_calibration_chunk() {
                  (g_sampling.outside_gap ? format::kModePeerLooksOutside | format::kModePeerProbes : 0) |
                  (g_sampling.hold_ticks ? format::kModeHolds : 0) |
                  (g_sampling.fault_ticks ? format::kModeFaults : 0) |
-                 (g_cpu_samples ? format::kModeCpuSamples : 0) | format::kModeRusageSinceObserved;
+                 (g_cpu_samples ? format::kModeCpuSamples : 0) | format::kModeRusageSinceObserved |
+                 format::kModeAllocatorLocks;
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(
@@ -514,6 +515,7 @@ void shutdown_process(format::ExitKind kind) {
   if (sys::getpid() != ps->pid) return;
   const int saved = errno;
   if (t_wait_pending) add_pending_wait(false);  // the exiting thread holds the lock it waited for
+  if (t_allocator_wait_pending) add_allocator_wait();
   t_ctx.depth++;
   flush_all_slots(format::ThreadState::ProcessExit);
   if (g_sampling.stack_every || lock_stacks_wanted()) write_modules_if_changed();

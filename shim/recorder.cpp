@@ -31,6 +31,7 @@ void on_thread_exit(void* p) {
   ThreadCtx& t = t_ctx;
   const int saved = errno;
   if (t_wait_pending) add_pending_wait(false);  // a lock held to the end: its wait still counts
+  if (t_allocator_wait_pending) add_allocator_wait();
   t.depth++;
   Slot* s = static_cast<Slot*>(p);
   stop_cpu_samples(s);  // before its last counts are written

@@ -169,6 +169,13 @@ constexpr uint64_t kModeCpuSamples = 1u << 12;
 // from a wrapper carried the wrapper's CPU time), the starting thread's first_tick was its first
 // allocator call, and a thread with nothing new since its last snapshot kept that one at the end.
 constexpr uint64_t kModeRusageSinceObserved = 1u << 13;
+// The allocator's own contended waits on pthread locks were recorded (LockWaitRow with
+// kLockRowInAllocator): a pthread_mutex_lock, rwlock, spin or C11 mtx_lock call made from inside
+// an allocator call (a library allocator's refill or arena lock) is tried first, and only when that
+// fails is its wait timed.  Without the flag (profiles written before), such calls went unrecorded,
+// and a profile says nothing of them.  Locks the allocator takes without the C library's functions
+// (musl's and glibc's own, spin locks of its own atomics) are never seen.
+constexpr uint64_t kModeAllocatorLocks = 1u << 14;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -377,8 +384,11 @@ static_assert(sizeof(ModuleRecord) == 32);
 // is a wait by design, not contention: kind Cond).  pthread_mutex_unlock is timed on a sample of
 // calls (about 1 in 256, at pseudo-random intervals), kind Unlock: its rows hold the *sampled*
 // calls and their time, and the header's unlocks / unlocks_timed scales them to all of the
-// thread's (a contended unlock may wake a waiter: a system call).  Calls made from inside the allocator (its own
-// locks) or the shim are not recorded.  A thread's rows are cumulative: the chunk with the
+// thread's (a contended unlock may wake a waiter: a system call).  Calls made from inside the shim
+// are not recorded.  Calls made from inside an allocator call (its own locks) are recorded with
+// kModeAllocatorLocks, whether or not kModeLocks is set, in rows of their own (flags
+// kLockRowInAllocator; kinds Mutex, RwRead, RwWrite and Spin only; never a stack; the site is the
+// allocator's call into the lock function).  A thread's rows are cumulative: the chunk with the
 // highest seq of a thread_serial replaces the earlier ones.
 // Mutex: pthread_mutex_lock, _timedlock, _clocklock and C11's mtx_lock, mtx_timedlock; RwRead and
 // RwWrite: pthread_rwlock_{rd,wr}lock and their timed and clock variants; Cond: pthread_cond_wait,
@@ -390,8 +400,8 @@ struct LockWaitsHeader {
   uint32_t thread_serial;
   uint32_t seq;            // increasing per thread
   uint32_t count;          // rows that follow
-  uint32_t reserved;
-  uint64_t dropped_waits;  // waits not in any row (the thread's table was full)
+  uint32_t allocator_dropped;  // the allocator's own waits not in any row (saturated; 0 before kModeAllocatorLocks)
+  uint64_t dropped_waits;  // the program's waits not in any row (the thread's table was full)
   uint64_t dropped_ticks;  // and their time
   uint64_t unlocks;        // pthread_mutex_unlock calls of the thread, up to its last timed one
   uint64_t unlocks_timed;  // of which timed (in Unlock rows, or dropped)
@@ -405,10 +415,12 @@ struct LockWaitRow {
   uint64_t max_ticks;   // the longest
   uint32_t stack_id;    // a call stack of one of these waits in this thread's Stacks, 0 = none
   uint8_t kind;         // LockKind
-  uint8_t reserved0;
+  uint8_t flags;        // kLockRowInAllocator; 0 in profiles written before (reserved then)
   uint16_t timeouts;    // timed variants that gave up (saturated)
 };
 static_assert(sizeof(LockWaitRow) == 48);
+// The row's waits were the allocator's own, inside its calls (kModeAllocatorLocks).
+constexpr uint8_t kLockRowInAllocator = 1;
 
 // --- peer waits ------------------------------------------------------------------------------
 // PeerWaits: PeerWaitsHeader, then `count` x PeerWait.  With kModePeerWaits, a thread that ends a
