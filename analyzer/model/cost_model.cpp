@@ -263,6 +263,9 @@ void measure_contention(CostReport& r, const Pass2& p2, const CoincidenceTally& 
   evidence.calls = r.calls;
   evidence.sparse_calls = r.sparse_calls;
   evidence.lock_test = read_lock_test(profile.lock_test);
+  evidence.allocator_locks = measure_allocator_locks(profile);
+  evidence.allocator_time_ns = r.allocator_time_ns;
+  if (r.allocator_time_ns > 0) evidence.allocator_lock_share = evidence.allocator_locks.wait_ns / r.allocator_time_ns;
   c.verdict = judge_contention(evidence);
 }
 

@@ -159,9 +159,22 @@ class ProfileBuilder {
     for (const StackEntry& entry : stacks.stacks) profile_.stacks.add(stacks.header.thread_serial, entry);
   }
 
+  // A thread's rows of the program's locks and those of the allocator's own (format.h
+  // kLockRowInAllocator) go to separate maps; the program's only where the program's locks were
+  // traced or its part holds anything.
   void apply(const LockWaitsRecord& locks) {
-    auto [it, inserted] = profile_.lock_waits.try_emplace(locks.header.thread_serial, locks);
-    if (!inserted && locks.header.seq >= it->second.header.seq) it->second = locks;
+    LockWaitsRecord program{locks.header, {}}, allocator{locks.header, {}};
+    for (const format::LockWaitRow& row : locks.rows)
+      ((row.flags & format::kLockRowInAllocator) ? allocator : program).rows.push_back(row);
+    program.header.count = static_cast<uint32_t>(program.rows.size());
+    allocator.header.count = static_cast<uint32_t>(allocator.rows.size());
+    const auto keep = [](std::map<uint32_t, LockWaitsRecord>& map, const LockWaitsRecord& rec) {
+      auto [it, inserted] = map.try_emplace(rec.header.thread_serial, rec);
+      if (!inserted && rec.header.seq >= it->second.header.seq) it->second = rec;
+    };
+    const auto& h = locks.header;
+    if (profile_.lock_mode() || !program.rows.empty() || h.dropped_waits || h.unlocks) keep(profile_.lock_waits, program);
+    if (!allocator.rows.empty() || h.allocator_dropped) keep(profile_.allocator_lock_waits, allocator);
   }
 
   void apply(const format::CpuSamples& c) {

@@ -64,6 +64,9 @@ struct Profile {
   // LockWaits chunks (record --locks): per thread_serial the one with the highest seq (the rows
   // are cumulative); the last in file order among equal seqs.
   std::map<uint32_t, LockWaitsRecord> lock_waits;
+  // The allocator's own waits on pthread locks (format.h kModeAllocatorLocks, rows with
+  // kLockRowInAllocator), kept the same way; their headers' program counts belong to lock_waits.
+  std::map<uint32_t, LockWaitsRecord> allocator_lock_waits;
   // CpuSamples chunks (kModeCpuSamples): per thread_serial the one with the highest seq.
   std::map<uint32_t, format::CpuSamples> cpu_samples;
   ModuleMap modules;   // Modules chunks

@@ -45,6 +45,25 @@ std::string slept_text(const ContentionInputs& in) {
   return fmt::format("{} of {} sampled calls slept in the kernel", in.rusage_blocked, in.rusage_samples);
 }
 
+// "35.0 % of the threads' time inside it", or, where the waits outlast the time the timed calls
+// give for the threads inside the allocator (the windows missed most of them), that.
+std::string allocator_lock_share_text(const ContentionInputs& in) {
+  if (in.allocator_lock_share <= 1)
+    return format_percent(in.allocator_lock_share, 1) + " of the threads' time inside the allocator";
+  return fmt::format("more than the {} that the timed calls give for the threads' time inside the allocator: most "
+                     "of the waits fell outside the timing windows",
+                     format_duration_ns(in.allocator_time_ns));
+}
+
+// "its calls found one of its own pthread locks taken 10,571 times, and waited 254.3 ms for them (34.6 %
+// of the threads' time inside the allocator)"
+std::string allocator_locks_text(const ContentionInputs& in) {
+  const AllocatorLockWaits& l = in.allocator_locks;
+  if (l.waits == 0) return "its calls never found one of its own pthread locks taken";
+  return fmt::format("its calls found one of its own pthread locks taken {} times, and waited {} for them ({})",
+                     group_digits(l.waits), format_duration_ns(l.wait_ns), allocator_lock_share_text(in));
+}
+
 // ", though 12 of 80 … slept inside the allocator (…)" when slow calls slept; "" else.
 std::string slept_clause(const ContentionInputs& in, const char* joiner) {
   if (in.slow_slept == 0) return "";
@@ -113,6 +132,19 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
                                  in.peers.top_allocating_threads, in.peers.top_min_size,
                                  in.peers.top_max_size, in.peers.probes_after_sleeper_held,
                                  in.peers.probes_after_sleeper, in.peers.probes_other_held, in.peers.probes_other)});
+  }
+  if (in.allocator_locks.waits > 0) {
+    const AllocatorLockWaits& l = in.allocator_locks;
+    items.push_back({"allocator_lock_waits", static_cast<double>(l.waits),
+                     fmt::format("calls the allocator made to pthread lock functions from inside its calls that "
+                                 "found the lock taken and waited for it, counted in every call (not a sample): {} "
+                                 "in {}, the longest {}, of {} threads on {} lock{}; the lock waited on longest, {} "
+                                 "times in {} by {} threads ({}; locks of the allocator's own atomics, musl's and "
+                                 "glibc's, never show here)",
+                                 l.waits, format_duration_ns(l.wait_ns), format_duration_ns(l.max_ns), l.threads, l.locks,
+                                 l.locks == 1 ? "" : "s",
+                                 l.top_waits, format_duration_ns(l.top_wait_ns), l.top_threads,
+                                 allocator_lock_share_text(in))});
   }
   if (in.peers.probes_apart > 0) {
     items.push_back({"probes_asleep_beside_sizes_apart", in.peers.apart_slept_share(),
@@ -360,6 +392,11 @@ std::string contention_reason(const ContentionVerdict& v) {
       return fmt::format("calls of different threads run side by side: {}, and meeting another thread inside does "
                          "not make calls slower ({})",
                          ends_text(in.ends, in.ends_near_ns), measure_text(a));
+    case ContentionReason::AllocatorLocksWaited:
+      return fmt::format("calls of different threads run side by side: {}, and meeting another thread inside does "
+                         "not make calls slower ({}); yet {}: locks that some calls take are contended — contention "
+                         "in places, not one lock for every call",
+                         ends_text(in.ends, in.ends_near_ns), measure_text(a), allocator_locks_text(in));
     case ContentionReason::SleepersInPlaces:
       return fmt::format("calls of different threads run side by side: {}, and meeting another thread inside does "
                          "not make calls slower ({}); yet {} of {} looks at threads inside allocator calls found one "
@@ -373,9 +410,9 @@ std::string contention_reason(const ContentionVerdict& v) {
                          lock_test_text(in.lock_test), in.allocating.met + in.freeing.met, in.peers.looks);
     case ContentionReason::LockTestNoLock:
       return fmt::format("{}; and no thread was seen waiting inside the allocator ({} of {} slow calls slept, {} of {} "
-                         "looks found a thread asleep in a futex wait)",
+                         "looks found a thread asleep in a futex wait{})",
                          lock_test_text(in.lock_test), in.slow_slept, in.slow_switched, in.peers.futex_waits,
-                         in.peers.looks);
+                         in.peers.looks, in.allocator_locks.recorded ? "; " + allocator_locks_text(in) : "");
     case ContentionReason::LockTestOverrules: {
       ContentionVerdict alone = v;
       alone.reason = v.run_reason;
@@ -385,10 +422,11 @@ std::string contention_reason(const ContentionVerdict& v) {
     }
     case ContentionReason::LockTestWaitsInPlaces:
       return fmt::format("{}; yet threads waited inside the allocator ({} of {} slow calls slept, {} made alone; {} of "
-                         "{} looks found a thread asleep in a futex wait; {}): locks that some calls take are "
+                         "{} looks found a thread asleep in a futex wait; {}{}): locks that some calls take are "
                          "contended",
                          lock_test_text(in.lock_test), in.slow_slept, in.slow_switched, in.slow_alone_slept,
-                         in.peers.futex_waits, in.peers.looks, measure_text(a));
+                         in.peers.futex_waits, in.peers.looks, measure_text(a),
+                         in.allocator_locks.recorded ? "; " + allocator_locks_text(in) : "");
     case ContentionReason::Ambiguous:
       return fmt::format("neither measure settles it: {}; {}", ends_text(in.ends, in.ends_near_ns), measure_text(a));
     case ContentionReason::MixedClasses:

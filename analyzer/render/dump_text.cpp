@@ -230,7 +230,8 @@ std::string events_section(const Profile& p) {
 
 // Trace mode and call stacks: only when the profile has them.
 std::string trace_section(const Profile& p) {
-  if (p.trace_chunks.empty() && p.stacks.empty() && p.modules.empty() && p.lock_waits.empty() && p.peer_waits.empty())
+  if (p.trace_chunks.empty() && p.stacks.empty() && p.modules.empty() && p.lock_waits.empty() &&
+      p.allocator_lock_waits.empty() && p.peer_waits.empty())
     return "";
   FieldList fields;
   uint64_t chunks = 0;
@@ -243,15 +244,18 @@ std::string trace_section(const Profile& p) {
   }
   fields.add("stacks", fmt::format("{} distinct ({} ids)", group_digits(p.stacks.stacks().size()),
                                    group_digits(p.stacks.ids())));
-  if (!p.lock_waits.empty()) {
+  const auto add_lock_waits = [&](const char* name, const std::map<uint32_t, LockWaitsRecord>& records) {
+    if (records.empty()) return;
     uint64_t rows = 0, waits = 0;
-    for (const auto& [serial, rec] : p.lock_waits) {
+    for (const auto& [serial, rec] : records) {
       rows += rec.rows.size();
       for (const auto& row : rec.rows) waits += row.waits;
     }
-    fields.add("lock waits", fmt::format("{} in {} (lock, call site) rows of {} threads", group_digits(waits),
-                                         group_digits(rows), p.lock_waits.size()));
-  }
+    fields.add(name, fmt::format("{} in {} (lock, call site) rows of {} threads", group_digits(waits),
+                                 group_digits(rows), records.size()));
+  };
+  add_lock_waits("lock waits", p.lock_waits);
+  add_lock_waits("allocator lock waits", p.allocator_lock_waits);
   if (!p.peer_waits.empty()) {
     std::map<int32_t, uint64_t> by_state;
     for (const Profile::PeerLook& l : p.peer_waits)

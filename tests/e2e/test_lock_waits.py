@@ -10,7 +10,7 @@ import re
 import subprocess
 import unittest
 
-from allocscope_e2e import CLI, E2ETestCase, target
+from allocscope_e2e import BUILD, CLI, E2ETestCase, target
 
 LIBCS = ["glibc", "musl"]
 THREADS, ROUNDS, HOLD_US = 4, 150, 200
@@ -277,6 +277,54 @@ class LockWaits(E2ETestCase):
                 text = self.cli("diff", base, other)
                 self.assertIn("other locks (waits + unlocks)", text)
                 self.assertIn("contended_section", text)
+
+
+class AllocatorsOwnLocks(E2ETestCase):
+    """The allocator's own pthread locks, taken inside its calls (docs/recording.md): recorded
+    always, apart from the program's locks.  tests/allocators/cache_alloc.c refills and drains its
+    thread caches under one mutex and counts its own waits (CACHE_ALLOC_STATS=1)."""
+
+    def cli(self, *args):
+        proc = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc.stdout
+
+    def test_counted_apart_from_the_programs_locks(self):
+        allocator = os.path.join(BUILD, "tests", "allocators", "libcache_alloc.so")
+        program = os.path.join(BUILD, "bench", "xthread-glibc")
+        for locks in (False, True):
+            with self.subTest(locks=locks):
+                path = os.path.join(self.dir, f"cache-{locks}.asp")
+                cmd = [CLI, "record", "-o", path, "--no-lock-test", "--allocator", allocator] + \
+                    (["--locks"] if locks else []) + ["--", program, "2", "300000"]
+                proc = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300,
+                                      env={**os.environ, "CACHE_ALLOC_STATS": "1"})
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                own = re.search(r"^cache_alloc: taken=(\d+) waited=(\d+) wait_ns=(\d+)$", proc.stderr, re.M)
+                self.assertIsNotNone(own, proc.stderr)
+                waited = int(own.group(2))
+                dump = json.loads(self.cli("dump", "--json", path))
+                self.assertTrue(dump["calibration"]["allocator_locks"])
+                self.assertEqual(dump["calibration"]["locks"], locks)
+                j = json.loads(self.cli("report", "--json", path))
+                counted = next((e for e in j["contention"]["evidence"] if e["kind"] == "allocator_lock_waits"), None)
+                if waited == 0:
+                    self.assertIsNone(counted, counted)
+                    continue
+                # Every wait the allocator's own try found, the shim's try found too but for the
+                # few whose holder let go in between.
+                self.assertIsNotNone(counted, (own.group(0), j["contention"]["evidence"]))
+                self.assertLessEqual(counted["value"], waited)
+                self.assertGreaterEqual(counted["value"], 0.8 * waited - 2)
+                self.assertIn("threads on 1 lock;", counted["meaning"])
+                # The program's own locks: none of the allocator's waits among them.
+                if locks:
+                    self.assertTrue(j["locks"]["recorded"])
+                    self.assertEqual(j["locks"]["waits"], 0, j["locks"])
+                else:
+                    self.assertEqual(j["locks"], {"recorded": False})
+                text = self.cli("dump", path)
+                self.assertRegex(text, r"allocator lock waits\s+[\d,]+ in \d+ \(lock, call site\) rows of [12] threads")
 
 
 if __name__ == "__main__":

@@ -917,6 +917,28 @@ TEST(ContentionVerdict, SleepersSeenOnLocksMakeNoneContentionInPlaces) {
   EXPECT_EQ(judge_contention(in).kind, ContentionKind::None);
 }
 
+TEST(ContentionVerdict, TheAllocatorsOwnLocksContendedMakeNoneContentionInPlaces) {
+  // Calls side by side, met calls no slower: "none" — unless the shim counted the allocator's own
+  // pthread locks taken when its calls came to them, for a share of its time that matters.
+  ContentionInputs in = inputs({met_and_alone(20000, 20000)}, {}, ends(1.0, 0.01));
+  in.busy_threads = 4;
+  in.cpus = 2;
+  in.allocator_locks.recorded = true;
+  in.allocator_locks.waits = 500;
+  in.allocator_locks.wait_ns = 20e6;
+  in.allocator_time_ns = 400e6;
+  in.allocator_lock_share = 0.05;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::Partial);
+  EXPECT_EQ(v.reason, ContentionReason::AllocatorLocksWaited);
+  EXPECT_NE(contention_reason(v).find("taken 500 times, and waited 20"), std::string::npos) << contention_reason(v);
+  in.allocator_lock_share = 0.005;  // half a percent of the time inside the allocator: none
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::None);
+  in.allocator_lock_share = 0.05;
+  in.allocator_locks.waits = 9;     // a handful of waits: none
+  EXPECT_EQ(judge_contention(in).kind, ContentionKind::None);
+}
+
 TEST(ContentionVerdict, NoneNeedsAllocationsThatWentPastHeldThreads) {
   // Met calls no slower, ends as chance says: "none" by the timed calls alone.  Where the shim held
   // threads, it also needs five allocations that went on past a thread held inside a call (the

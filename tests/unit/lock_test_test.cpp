@@ -182,6 +182,35 @@ TEST(LockTestVerdict, NoSharedLockWithThreadsAsleepOnLocksIsContentionInPlaces) 
   EXPECT_EQ(v.reason, ContentionReason::LockTestWaitsInPlaces);
 }
 
+TEST(LockTestVerdict, NoSharedLockWithTheAllocatorsOwnLocksContendedIsContentionInPlaces) {
+  // Measured: a refill lock behind thread caches, producer/consumer beside two busy loops: the
+  // windows saw no wait (1 of 30 slow calls slept, 0 of 4 looks), the shim counted 89 waits on the
+  // allocator's own mutex, 40 ms in 0.13 s inside the allocator.
+  ContentionInputs in = run_with(read_lock_test(ran({66, 0, 1}, {42, 0, 0})));
+  in.allocator_locks.recorded = true;
+  in.allocator_time_ns = 130e6;
+  in.allocator_locks.waits = 89;
+  in.allocator_locks.wait_ns = 40e6;
+  in.allocator_lock_share = in.allocator_locks.wait_ns / in.allocator_time_ns;
+  const ContentionVerdict v = judge_contention(in);
+  EXPECT_EQ(v.kind, ContentionKind::Partial);
+  EXPECT_EQ(v.reason, ContentionReason::LockTestWaitsInPlaces);
+  EXPECT_NE(contention_reason(v).find("found one of its own pthread locks taken 89 times"), std::string::npos)
+      << contention_reason(v);
+  const std::vector<EvidenceItem> items = contention_evidence(v);
+  const auto it =
+      std::find_if(items.begin(), items.end(), [](const EvidenceItem& e) { return e.kind == "allocator_lock_waits"; });
+  ASSERT_NE(it, items.end());
+  EXPECT_EQ(it->value, 89);
+  // A few short waits in a long run say no more than the windows did.
+  in.allocator_locks.waits = 9;
+  EXPECT_EQ(judge_contention(in).reason, ContentionReason::LockTestNoLock);
+  in.allocator_locks.waits = 89;
+  in.allocator_lock_share = 0.009;
+  EXPECT_EQ(judge_contention(in).reason, ContentionReason::LockTestNoLock);
+  EXPECT_NE(contention_reason(judge_contention(in)).find("taken 89 times"), std::string::npos);
+}
+
 TEST(LockTestVerdict, AnInconclusiveTestLeavesTheRunToDecide) {
   ContentionInputs in = run_with(read_lock_test(ran({2, 11, 0, 80}, {2, 12, 0, 60})));
   in.peers.looks = 40;
