@@ -23,6 +23,15 @@ static inline const void* spin_address(pthread_spinlock_t* l) {
   return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(l));
 }
 
+// The allocator's own contended lock call, out of line: the lambdas capture their arguments by
+// value, and none of the entry point's locals has its address taken, so that its other paths stay
+// tail calls.
+template <class Forward>
+__attribute__((noinline)) static int allocator_wait_call(format::LockKind kind, const void* lock, void* site,
+                                                         Forward forward) {
+  return allocator_lock_wait(kind, lock, site, forward);
+}
+
 // The shape of every lock function here: forward unless traced or the allocator's own; try first;
 // time only a real wait.  The try is not marked for the CPU samples (lock_waits.h): they know the
 // trylock by its code.  `kind` and `lock`: the allocator's own wait's row (the real blocking call
@@ -37,7 +46,7 @@ __attribute__((always_inline)) static inline int try_then_wait(Forward forward, 
   if (__builtin_expect(inside_allocator_call(), 0)) {
     const int r = try_lock();
     if (__builtin_expect(r != busy, 1)) return r;
-    return allocator_lock_wait(kind, lock, site, forward);
+    return allocator_wait_call(kind, lock, site, forward);
   }
   if (!trace_this_lock()) return forward();
   const int r = try_lock();
@@ -46,33 +55,35 @@ __attribute__((always_inline)) static inline int try_then_wait(Forward forward, 
 }
 
 // The unlocks: after the real call, a wait of the allocator's own kept until now is added
-// (lock_waits.h allocator_lock_wait).
+// (lock_waits.h allocator_lock_wait).  The flag is the thread's own: read before the call, it
+// leaves the common case a tail call.
 template <class Unlock>
 __attribute__((always_inline)) static inline int unlock_allocator_lock(Unlock unlock) {
+  if (__builtin_expect(!t_allocator_wait_pending, 1)) return unlock();
   const int r = unlock();
-  if (__builtin_expect(t_allocator_wait_pending, 0)) add_allocator_wait();
+  add_allocator_wait();
   return r;
 }
 
 EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
   void* site = __builtin_return_address(0);
-  return try_then_wait([&] { return g_real_locks.mutex_lock(m); },
-                       [&] { return g_real_locks.mutex_trylock(m); },
-                       [&] { return contended_mutex_lock(m, nullptr, site); },
+  return try_then_wait([=] { return g_real_locks.mutex_lock(m); },
+                       [=] { return g_real_locks.mutex_trylock(m); },
+                       [=] { return contended_mutex_lock(m, nullptr, site); },
                        format::LockKind::Mutex, m, site);
 }
 
 EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const struct timespec* t) {
   void* site = __builtin_return_address(0);
-  return try_then_wait([&] { return g_real_locks.mutex_timedlock(m, t); },
-                       [&] { return g_real_locks.mutex_trylock(m); },
-                       [&] { return contended_mutex_lock(m, t, site); },
+  return try_then_wait([=] { return g_real_locks.mutex_timedlock(m, t); },
+                       [=] { return g_real_locks.mutex_trylock(m); },
+                       [=] { return contended_mutex_lock(m, t, site); },
                        format::LockKind::Mutex, m, site);
 }
 
 EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
   if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
-  if (!trace_this_lock()) return unlock_allocator_lock([&] { return g_real_locks.mutex_unlock(m); });
+  if (!trace_this_lock()) return unlock_allocator_lock([=] { return g_real_locks.mutex_unlock(m); });
   t_unlocks++;
   if (__builtin_expect(t_unlock_countdown-- != 0, 1)) {
     if (__builtin_expect(!t_wait_pending, 1)) return counted_unlock(m);
@@ -83,41 +94,41 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
 
 EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* l) {
   if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
-  if (!trace_this_lock()) return unlock_allocator_lock([&] { return g_real_locks.rwlock_unlock(l); });
-  const int r = in_lock_call([&] { return g_real_locks.rwlock_unlock(l); });
+  if (!trace_this_lock()) return unlock_allocator_lock([=] { return g_real_locks.rwlock_unlock(l); });
+  const int r = in_lock_call([=] { return g_real_locks.rwlock_unlock(l); });
   if (__builtin_expect(t_wait_pending, 0)) add_pending_wait(true);
   return r;
 }
 
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
   void* site = __builtin_return_address(0);
-  return try_then_wait([&] { return g_real_locks.rwlock_rdlock(l); },
-                       [&] { return g_real_locks.rwlock_tryrdlock(l); },
-                       [&] { return contended_rwlock(l, false, nullptr, site); },
+  return try_then_wait([=] { return g_real_locks.rwlock_rdlock(l); },
+                       [=] { return g_real_locks.rwlock_tryrdlock(l); },
+                       [=] { return contended_rwlock(l, false, nullptr, site); },
                        format::LockKind::RwRead, l, site);
 }
 
 EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const struct timespec* t) {
   void* site = __builtin_return_address(0);
-  return try_then_wait([&] { return g_real_locks.rwlock_timedrdlock(l, t); },
-                       [&] { return g_real_locks.rwlock_tryrdlock(l); },
-                       [&] { return contended_rwlock(l, false, t, site); },
+  return try_then_wait([=] { return g_real_locks.rwlock_timedrdlock(l, t); },
+                       [=] { return g_real_locks.rwlock_tryrdlock(l); },
+                       [=] { return contended_rwlock(l, false, t, site); },
                        format::LockKind::RwRead, l, site);
 }
 
 EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) {
   void* site = __builtin_return_address(0);
-  return try_then_wait([&] { return g_real_locks.rwlock_wrlock(l); },
-                       [&] { return g_real_locks.rwlock_trywrlock(l); },
-                       [&] { return contended_rwlock(l, true, nullptr, site); },
+  return try_then_wait([=] { return g_real_locks.rwlock_wrlock(l); },
+                       [=] { return g_real_locks.rwlock_trywrlock(l); },
+                       [=] { return contended_rwlock(l, true, nullptr, site); },
                        format::LockKind::RwWrite, l, site);
 }
 
 EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const struct timespec* t) {
   void* site = __builtin_return_address(0);
-  return try_then_wait([&] { return g_real_locks.rwlock_timedwrlock(l, t); },
-                       [&] { return g_real_locks.rwlock_trywrlock(l); },
-                       [&] { return contended_rwlock(l, true, t, site); },
+  return try_then_wait([=] { return g_real_locks.rwlock_timedwrlock(l, t); },
+                       [=] { return g_real_locks.rwlock_trywrlock(l); },
+                       [=] { return contended_rwlock(l, true, t, site); },
                        format::LockKind::RwWrite, l, site);
 }
 
@@ -138,27 +149,27 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const s
 EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t c, const struct timespec* t) {
   void* site = __builtin_return_address(0);
   if (real_locks_ready() && !g_real_locks.mutex_clocklock) return ENOSYS;
-  return try_then_wait([&] { return g_real_locks.mutex_clocklock(m, c, t); },
-                       [&] { return g_real_locks.mutex_trylock(m); },
-                       [&] { return contended_mutex_clocklock(m, c, t, site); },
+  return try_then_wait([=] { return g_real_locks.mutex_clocklock(m, c, t); },
+                       [=] { return g_real_locks.mutex_trylock(m); },
+                       [=] { return contended_mutex_clocklock(m, c, t, site); },
                        format::LockKind::Mutex, m, site);
 }
 
 EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t* l, clockid_t c, const struct timespec* t) {
   void* site = __builtin_return_address(0);
   if (real_locks_ready() && !g_real_locks.rwlock_clockrdlock) return ENOSYS;
-  return try_then_wait([&] { return g_real_locks.rwlock_clockrdlock(l, c, t); },
-                       [&] { return g_real_locks.rwlock_tryrdlock(l); },
-                       [&] { return contended_rwlock_clock(l, false, c, t, site); },
+  return try_then_wait([=] { return g_real_locks.rwlock_clockrdlock(l, c, t); },
+                       [=] { return g_real_locks.rwlock_tryrdlock(l); },
+                       [=] { return contended_rwlock_clock(l, false, c, t, site); },
                        format::LockKind::RwRead, l, site);
 }
 
 EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t* l, clockid_t c, const struct timespec* t) {
   void* site = __builtin_return_address(0);
   if (real_locks_ready() && !g_real_locks.rwlock_clockwrlock) return ENOSYS;
-  return try_then_wait([&] { return g_real_locks.rwlock_clockwrlock(l, c, t); },
-                       [&] { return g_real_locks.rwlock_trywrlock(l); },
-                       [&] { return contended_rwlock_clock(l, true, c, t, site); },
+  return try_then_wait([=] { return g_real_locks.rwlock_clockwrlock(l, c, t); },
+                       [=] { return g_real_locks.rwlock_trywrlock(l); },
+                       [=] { return contended_rwlock_clock(l, true, c, t, site); },
                        format::LockKind::RwWrite, l, site);
 }
 
@@ -172,15 +183,15 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t* cv, pthread_mutex_t* m, clocki
 // The spin lock: its waits spin on a CPU instead of sleeping; timed the same way.
 EXPORT int pthread_spin_lock(pthread_spinlock_t* l) {
   void* site = __builtin_return_address(0);
-  return try_then_wait([&] { return g_real_locks.spin_lock(l); },
-                       [&] { return g_real_locks.spin_trylock(l); },
-                       [&] { return contended_spin_lock(l, site); },
+  return try_then_wait([=] { return g_real_locks.spin_lock(l); },
+                       [=] { return g_real_locks.spin_trylock(l); },
+                       [=] { return contended_spin_lock(l, site); },
                        format::LockKind::Spin, spin_address(l), site);
 }
 
 EXPORT int pthread_spin_unlock(pthread_spinlock_t* l) {
   if (__builtin_expect(!real_locks_ready(), 0)) return EINVAL;
-  if (!trace_this_lock()) return unlock_allocator_lock([&] { return g_real_locks.spin_unlock(l); });
+  if (!trace_this_lock()) return unlock_allocator_lock([=] { return g_real_locks.spin_unlock(l); });
   const int r = g_real_locks.spin_unlock(l);
   if (__builtin_expect(t_wait_pending, 0)) add_pending_wait(true);
   return r;
@@ -190,24 +201,24 @@ EXPORT int pthread_spin_unlock(pthread_spinlock_t* l) {
 EXPORT int mtx_lock(mtx_t* m) {
   void* site = __builtin_return_address(0);
   if (real_locks_ready() && !g_real_locks.mtx_lock) return thrd_error;
-  return try_then_wait([&] { return g_real_locks.mtx_lock(m); },
-                       [&] { return g_real_locks.mtx_trylock(m); },
-                       [&] { return contended_mtx_lock(m, nullptr, site); },
+  return try_then_wait([=] { return g_real_locks.mtx_lock(m); },
+                       [=] { return g_real_locks.mtx_trylock(m); },
+                       [=] { return contended_mtx_lock(m, nullptr, site); },
                        format::LockKind::Mutex, m, site, thrd_busy, thrd_error);
 }
 
 EXPORT int mtx_timedlock(mtx_t* __restrict m, const struct timespec* __restrict t) {
   void* site = __builtin_return_address(0);
   if (real_locks_ready() && !g_real_locks.mtx_timedlock) return thrd_error;
-  return try_then_wait([&] { return g_real_locks.mtx_timedlock(m, t); },
-                       [&] { return g_real_locks.mtx_trylock(m); },
-                       [&] { return contended_mtx_lock(m, t, site); },
+  return try_then_wait([=] { return g_real_locks.mtx_timedlock(m, t); },
+                       [=] { return g_real_locks.mtx_trylock(m); },
+                       [=] { return contended_mtx_lock(m, t, site); },
                        format::LockKind::Mutex, m, site, thrd_busy, thrd_error);
 }
 
 EXPORT int mtx_unlock(mtx_t* m) {
   if (__builtin_expect(!real_locks_ready(), 0) || !g_real_locks.mtx_unlock) return thrd_error;
-  if (!trace_this_lock()) return unlock_allocator_lock([&] { return g_real_locks.mtx_unlock(m); });
+  if (!trace_this_lock()) return unlock_allocator_lock([=] { return g_real_locks.mtx_unlock(m); });
   const int r = g_real_locks.mtx_unlock(m);
   if (__builtin_expect(t_wait_pending, 0)) add_pending_wait(true);
   return r;
