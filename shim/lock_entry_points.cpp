@@ -2,10 +2,12 @@
 // tracing: lock_waits.h).  Each is: forward unless traced; try first; time only a real wait.
 // __builtin_return_address(0) here is the program's call site.
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
 
 #include <cerrno>
+#include <cstdarg>
 
 #include "lock_waits.h"
 
@@ -222,6 +224,20 @@ EXPORT int mtx_unlock(mtx_t* m) {
   const int r = g_real_locks.mtx_unlock(m);
   if (__builtin_expect(t_wait_pending, 0)) add_pending_wait(true);
   return r;
+}
+
+// The C library's syscall(): an allocator that waits on a futex of its own calls it (tcmalloc's
+// SpinLock, scudo's mutex).  Every other call is forwarded as it came; six arguments are read, as
+// the C library's own does, whatever the call takes.
+EXPORT long syscall(long number, ...) {
+  va_list ap;
+  va_start(ap, number);
+  const long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+  const long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+  va_end(ap);
+  if (__builtin_expect(number == SYS_futex, 0) && inside_allocator_call() && futex_op_waits(b))
+    return allocator_futex_wait(a, b, c, d, e, f, __builtin_return_address(0));
+  return real_syscall(number, a, b, c, d, e, f);
 }
 
 EXPORT int cnd_wait(cnd_t* c, mtx_t* m) {

@@ -2,6 +2,8 @@
 #include "lock_waits.h"
 
 #include <dlfcn.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 #include <atomic>
 #include <cstring>
@@ -75,6 +77,7 @@ bool resolve_real_locks() {
       resolve(r.mtx_unlock, "mtx_unlock");
       resolve(r.cnd_wait, "cnd_wait");
       resolve(r.cnd_timedwait, "cnd_timedwait");
+      resolve(r.syscall, "syscall");
       t_resolving = 0;
       errno = saved;
       if (!r.mutex_lock || !r.mutex_trylock || !r.mutex_timedlock || !r.rwlock_rdlock ||
@@ -277,6 +280,55 @@ int timed_allocator_lock(format::LockKind kind, const void* lock, void* site, in
   p.set = 1;
   if (r == 0) t_allocator_wait_pending = true;  // held: added after the unlock
   else add_allocator_wait();                    // not held (a failed call): nothing to lengthen
+  return r;
+}
+
+long real_syscall(long number, long a, long b, long c, long d, long e, long f) {
+  if (__builtin_expect(real_locks_ready(), 1) && g_real_locks.syscall) return g_real_locks.syscall(number, a, b, c, d, e, f);
+  const long r = sys::call(number, a, b, c, d, e, f);
+  if (sys::failed(r)) {
+    errno = static_cast<int>(-r);
+    return -1;
+  }
+  return r;
+}
+
+bool futex_op_waits(long op) {
+  switch (op & FUTEX_CMD_MASK) {
+    case FUTEX_WAIT:
+    case FUTEX_WAIT_BITSET:
+    case FUTEX_LOCK_PI:
+    case FUTEX_WAIT_REQUEUE_PI:
+#ifdef FUTEX_LOCK_PI2
+    case FUTEX_LOCK_PI2:
+#endif
+      return true;
+    default:
+      return false;
+  }
+}
+
+long allocator_futex_wait(long uaddr, long op, long c, long d, long e, long f, void* site) {
+  const uint64_t t0 = ticks();
+  const long r = real_syscall(SYS_futex, uaddr, op, c, d, e, f);
+  const uint64_t t1 = ticks();
+  const int saved = errno;
+  if (r == 0 || saved == EINTR || saved == ETIMEDOUT) {
+    Slot* s = t_ctx.slot;
+    if (s != nullptr && s->h.state.load(std::memory_order_relaxed) != kSlotFree) {
+      if (s->locks.allocator_pending.set) add_allocator_wait();  // a pthread lock's wait kept until now
+      LockTable::PendingWait& p = s->locks.allocator_pending;
+      p.lock = static_cast<uint64_t>(uaddr);
+      p.site = reinterpret_cast<uint64_t>(site);
+      p.duration = t1 - t0;
+      p.t1 = t1;
+      p.kind = static_cast<uint8_t>(format::LockKind::Futex);
+      p.timed_out = 0;
+      p.set = 1;
+      add_allocator_wait();
+    }
+  }
+  errno = saved;
   return r;
 }
 

@@ -65,6 +65,7 @@ struct RealLocks {
   int (*mtx_unlock)(mtx_t*);
   int (*cnd_wait)(cnd_t*, mtx_t*);
   int (*cnd_timedwait)(cnd_t*, mtx_t*, const struct timespec*);
+  long (*syscall)(long, ...);  // the C library's syscall(): an allocator's futex waits (allocator_futex_wait)
 };
 
 extern RealLocks g_real_locks;
@@ -98,6 +99,16 @@ inline int allocator_lock_wait(format::LockKind kind, const void* lock, void* si
   return timed_allocator_lock(kind, lock, site, [](void* c) { return (*static_cast<Call*>(c))(); }, &call);
 }
 extern __thread bool t_allocator_wait_pending __attribute__((tls_model("initial-exec")));
+// The C library's syscall() with six arguments: the real one once found, else the raw system call
+// with the C library's convention (-1 and errno on failure).
+long real_syscall(long number, long a, long b, long c, long d, long e, long f);
+// A futex operation that may sleep until another thread wakes it (FUTEX_WAIT, _WAIT_BITSET,
+// _LOCK_PI, _LOCK_PI2, _WAIT_REQUEUE_PI; private or not).
+bool futex_op_waits(long op);
+// Inside an allocator call, the allocator's own futex wait made through syscall(): the call, timed,
+// and where it slept (returned 0, or was interrupted or timed out; not EAGAIN, whose word had
+// already changed), a wait added at once to the thread's rows, kind Futex, lock `uaddr`.
+long allocator_futex_wait(long uaddr, long op, long c, long d, long e, long f, void* site);
 // After the real unlock: adds the kept wait to the thread's rows.  Also called when the thread
 // exits, and before a second wait is kept.
 void add_allocator_wait();

@@ -351,7 +351,7 @@ bool write_calibration_chunk() {
                  (g_sampling.hold_ticks ? format::kModeHolds : 0) |
                  (g_sampling.fault_ticks ? format::kModeFaults : 0) |
                  (g_cpu_samples ? format::kModeCpuSamples : 0) | format::kModeRusageSinceObserved |
-                 format::kModeAllocatorLocks;
+                 format::kModeAllocatorLocks | format::kModeAllocatorFutexWaits;
   c.window_seed = g_sampling.window_seed;
   c.stack_every = g_sampling.stack_every;
   c.stack_slow_ticks = static_cast<uint32_t>(

@@ -26,6 +26,7 @@ AllocatorLockWaits measure_allocator_locks(const Profile& profile) {
       if (row.waits == 0) continue;
       waited = true;
       m.waits += row.waits;
+      if (row.kind == static_cast<uint8_t>(format::LockKind::Futex)) m.futex_waits += row.waits;
       ticks += row.wait_ticks;
       max_ticks = std::max(max_ticks, row.max_ticks);
       Lock& l = locks[row.lock];

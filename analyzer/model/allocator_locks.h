@@ -3,11 +3,14 @@
 // A library allocator that takes its locks through the C library (a refill lock behind thread
 // caches, jemalloc's arena and bin mutexes, a test allocator's global mutex) calls
 // pthread_mutex_lock and its kin from inside its calls; the shim tries each such lock first and
-// times the call only when the try fails (shim/lock_waits.h).  Every contended call is counted,
-// not a sample: a lock that few calls take and that is contended only now and then — when its
-// holder loses its CPU inside the critical section — shows here whatever the timing windows saw.
-// Locks the allocator takes without those functions (musl's and glibc's own, spin locks of its
-// own atomics) never show: none recorded says nothing of them.
+// times the call only when the try fails (shim/lock_waits.h).  One whose lock is a futex of its
+// own sleeps on it through the C library's syscall() (tcmalloc's SpinLock, scudo's mutex): the
+// shim times those futex waits, and keeps those that slept (kModeAllocatorFutexWaits).  Every
+// contended call is counted, not a sample: a lock that few calls take and that is contended only
+// now and then — when its holder loses its CPU inside the critical section — shows here whatever
+// the timing windows saw.  Locks the allocator takes without those functions (musl's and glibc's
+// own, spin locks of its own atomics that never sleep through syscall()) never show: none
+// recorded says nothing of them.
 #pragma once
 #include <cstdint>
 
@@ -18,6 +21,7 @@ struct Profile;
 struct AllocatorLockWaits {
   bool recorded = false;     // the shim recorded them (kModeAllocatorLocks)
   uint64_t waits = 0;        // contended lock calls inside allocator calls, every thread
+  uint64_t futex_waits = 0;  // of them, futex waits made through syscall() that slept (kind Futex)
   uint64_t dropped = 0;      // of them, not in any row (a thread's table was full): no time
   double wait_ns = 0;        // their time, from the failed try to the real call's return
   double max_ns = 0;         // the longest

@@ -65,7 +65,7 @@ constexpr uint64_t kMinPassingHolds = 20;    // fewer; then holds that clearly s
 constexpr double kLockReleasesAbove = 0.2;   // bound below this), and no slow calls asleep inside (sleeps_inside): turns
                                              // that are no lock; with fewer holds, fewer than
 constexpr uint64_t kMinLockReleases = 2;     // … this many released: no lock either
-constexpr uint64_t kMinAllocatorLockWaits = 10;  // waits on the allocator's own pthread locks, …
+constexpr uint64_t kMinAllocatorLockWaits = 10;  // waits on the allocator's own locks, …
 constexpr double kAllocatorLockShare = 0.01;     // … and their share of the threads' time inside the allocator
 constexpr double kSleepLockParallelBelow = 0.25;  // "sleeping lock" evidence: fewer met calls than this in clearly parallel classes
 
@@ -215,9 +215,10 @@ bool sleep_often(uint64_t slept, uint64_t switched, uint64_t fewest = kMinSlept)
   return slept >= fewest && static_cast<double>(slept) >= kSleptShare * static_cast<double>(switched);
 }
 
-// The allocator's own pthread locks were contended (allocator_locks.h): kMinAllocatorLockWaits
-// waits or more, together at least kAllocatorLockShare of the threads' time inside the allocator.
-// Each is a call that found a lock of the allocator's held by another thread and waited for it,
+// The allocator's own locks were contended (allocator_locks.h: pthread lock calls, futex waits):
+// kMinAllocatorLockWaits waits or more, together at least kAllocatorLockShare of the threads' time
+// inside the allocator.  Each is a call that found a lock of the allocator's held by another thread
+// and waited for it (or slept on its futex until woken),
 // counted in every call, not sampled: a lock that few calls take, contended only when its holder
 // loses its CPU, shows here when the timing windows see none of it (docs/analysis.md: a refill
 // lock beside busy loops, 89-1,179 waits a run, none of them in a window).
@@ -603,7 +604,7 @@ Decision by_parallel_calls(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
   if (p.futex_waits >= kMinPlacesSleepers && wilson_low(p.futex_waits, p.looks) >= kPlacesSleepShare)
     return Decision{ContentionKind::Partial, ContentionReason::SleepersInPlaces, confidence};
-  // Or the allocator's own pthread locks were contended, counted where they are taken.
+  // Or the allocator's own locks were contended, counted where they are taken.
   if (allocator_locks_waited(in)) return Decision{ContentionKind::Partial, ContentionReason::AllocatorLocksWaited, confidence};
   return Decision{ContentionKind::None, ContentionReason::Parallel, confidence};
 }
@@ -618,7 +619,7 @@ uint64_t seen_together(const ContentionInputs& in) {
 
 // Signs in the run that threads waited for each other inside the allocator somewhere: slow calls
 // that slept more often than those made alone, looks that found threads asleep on locks, met
-// calls clearly slower, the allocator's own pthread locks contended.
+// calls clearly slower, the allocator's own locks contended.
 bool waits_seen(const ContentionInputs& in) {
   const PeerWaitMeasure& p = in.peers;
   return sleeps_for_others(in) || allocator_locks_waited(in) ||

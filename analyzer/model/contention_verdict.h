@@ -132,7 +132,7 @@ enum class ContentionReason : uint8_t {
                       // and the program's threads were inside the allocator at the same time
   LockTestNoLock,     // the lock test found no lock that allocations share, and the run saw no thread wait
   LockTestWaitsInPlaces,  // … no lock that allocations of every size share, yet threads waited inside the allocator
-  AllocatorLocksWaited,  // calls run side by side, yet threads waited on the allocator's own pthread locks
+  AllocatorLocksWaited,  // calls run side by side, yet threads waited on the allocator's own locks
                          // (allocator_locks.h): a lock that some calls take is contended (partial)
   LockTestOverrules,  // the run alone reads like one lock (ContentionVerdict::run_reason), the lock test found none:
                       // a lock that some calls take (partial)
@@ -169,7 +169,7 @@ struct ContentionInputs {
   uint64_t calls = 0;                     // allocator calls, timed or not
   bool sparse_calls = false;              // CostReport::sparse_calls: none timed for too few calls, not too short a run
   LockTestFinding lock_test;              // what `record`'s lock test found (lock_test.h)
-  AllocatorLockWaits allocator_locks;     // the allocator's own waits on pthread locks (allocator_locks.h)
+  AllocatorLockWaits allocator_locks;     // the allocator's own lock waits (allocator_locks.h)
   double allocator_time_ns = 0;           // the threads' time inside the allocator (CostReport::allocator_time_ns)
   double allocator_lock_share = 0;        // allocator_locks.wait_ns / allocator_time_ns (0 without that time)
 };

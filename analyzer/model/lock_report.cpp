@@ -26,6 +26,7 @@ const char* kind_name(uint8_t kind) {
     case format::LockKind::Cond: return "condition";
     case format::LockKind::Unlock: return "mutex";
     case format::LockKind::Spin: return "spinlock";
+    case format::LockKind::Futex: return "futex";
   }
   return "lock";
 }

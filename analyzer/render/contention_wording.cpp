@@ -55,13 +55,13 @@ std::string allocator_lock_share_text(const ContentionInputs& in) {
                      format_duration_ns(in.allocator_time_ns));
 }
 
-// "its calls found one of its own pthread locks taken 10,571 times, and waited 254.3 ms for them (34.6 %
-// of the threads' time inside the allocator)"
+// "its calls waited on locks of its own 10,571 times, 254.3 ms in all (34.6 % of the threads' time
+// inside the allocator)"
 std::string allocator_locks_text(const ContentionInputs& in) {
   const AllocatorLockWaits& l = in.allocator_locks;
-  if (l.waits == 0) return "its calls never found one of its own pthread locks taken";
-  return fmt::format("its calls found one of its own pthread locks taken {} times, and waited {} for them ({})",
-                     group_digits(l.waits), format_duration_ns(l.wait_ns), allocator_lock_share_text(in));
+  if (l.waits == 0) return "its calls never waited on a lock of its own taken through the C library";
+  return fmt::format("its calls waited on locks of its own {} times, {} in all ({})", group_digits(l.waits),
+                     format_duration_ns(l.wait_ns), allocator_lock_share_text(in));
 }
 
 // ", though 12 of 80 … slept inside the allocator (…)" when slow calls slept; "" else.
@@ -136,15 +136,15 @@ std::vector<EvidenceItem> contention_evidence(const ContentionVerdict& v) {
   if (in.allocator_locks.waits > 0) {
     const AllocatorLockWaits& l = in.allocator_locks;
     items.push_back({"allocator_lock_waits", static_cast<double>(l.waits),
-                     fmt::format("calls the allocator made to pthread lock functions from inside its calls that "
-                                 "found the lock taken and waited for it, counted in every call (not a sample): {} "
-                                 "in {}, the longest {}, of {} threads on {} lock{}; the lock waited on longest, {} "
-                                 "times in {} by {} threads ({}; locks of the allocator's own atomics, musl's and "
-                                 "glibc's, never show here)",
-                                 l.waits, format_duration_ns(l.wait_ns), format_duration_ns(l.max_ns), l.threads, l.locks,
-                                 l.locks == 1 ? "" : "s",
-                                 l.top_waits, format_duration_ns(l.top_wait_ns), l.top_threads,
-                                 allocator_lock_share_text(in))});
+                     fmt::format("the allocator's waits on locks of its own, counted in every call (not a sample): "
+                                 "calls it made to pthread lock functions from inside its calls that found the lock "
+                                 "held, and futex waits it made through the C library's syscall() that slept ({} of "
+                                 "them): {} in {}, the longest {}, of {} threads on {} lock{}; the lock waited on "
+                                 "longest, {} times in {} by {} threads ({}; locks of the allocator's own atomics "
+                                 "that never sleep through syscall(), musl's and glibc's, never show here)",
+                                 l.futex_waits, l.waits, format_duration_ns(l.wait_ns), format_duration_ns(l.max_ns),
+                                 l.threads, l.locks, l.locks == 1 ? "" : "s", l.top_waits,
+                                 format_duration_ns(l.top_wait_ns), l.top_threads, allocator_lock_share_text(in))});
   }
   if (in.peers.probes_apart > 0) {
     items.push_back({"probes_asleep_beside_sizes_apart", in.peers.apart_slept_share(),

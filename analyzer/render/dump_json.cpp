@@ -117,6 +117,7 @@ void write_calibration(JsonWriter& w, const Profile& p) {
   w.field("cxx_operators", (c.mode_flags & format::kModeCxxOperators) != 0);
   w.field("locks", (c.mode_flags & format::kModeLocks) != 0);
   w.field("allocator_locks", (c.mode_flags & format::kModeAllocatorLocks) != 0);
+  w.field("allocator_futex_waits", (c.mode_flags & format::kModeAllocatorFutexWaits) != 0);
   w.field("peer_waits", (c.mode_flags & format::kModePeerWaits) != 0);
   const Profile::PeerLookCounts looks = p.peer_look_counts();
   w.field("peer_looks", looks.looks);

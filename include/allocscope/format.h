@@ -176,6 +176,10 @@ constexpr uint64_t kModeRusageSinceObserved = 1u << 13;
 // and a profile says nothing of them.  Locks the allocator takes without the C library's functions
 // (musl's and glibc's own, spin locks of its own atomics) are never seen.
 constexpr uint64_t kModeAllocatorLocks = 1u << 14;
+// Besides, the futex waits that an allocator call made through the C library's syscall() and that
+// slept (kind Futex): the locks of allocators that wait on a futex of their own.  Without the flag,
+// such waits went unrecorded.
+constexpr uint64_t kModeAllocatorFutexWaits = 1u << 15;
 
 struct Calibration {
   uint8_t clock;                 // Clock
@@ -387,15 +391,17 @@ static_assert(sizeof(ModuleRecord) == 32);
 // thread's (a contended unlock may wake a waiter: a system call).  Calls made from inside the shim
 // are not recorded.  Calls made from inside an allocator call (its own locks) are recorded with
 // kModeAllocatorLocks, whether or not kModeLocks is set, in rows of their own (flags
-// kLockRowInAllocator; kinds Mutex, RwRead, RwWrite and Spin only; never a stack; the site is the
-// allocator's call into the lock function).  A thread's rows are cumulative: the chunk with the
+// kLockRowInAllocator; kinds Mutex, RwRead, RwWrite, Spin and, with kModeAllocatorFutexWaits,
+// Futex; never a stack; the site is the allocator's call into the lock function).  A thread's rows are cumulative: the chunk with the
 // highest seq of a thread_serial replaces the earlier ones.
 // Mutex: pthread_mutex_lock, _timedlock, _clocklock and C11's mtx_lock, mtx_timedlock; RwRead and
 // RwWrite: pthread_rwlock_{rd,wr}lock and their timed and clock variants; Cond: pthread_cond_wait,
 // _timedwait, _clockwait and C11's cnd_wait, cnd_timedwait; Unlock: a timed pthread_mutex_unlock;
-// Spin: pthread_spin_lock.
-enum class LockKind : uint8_t { Mutex = 1, RwRead = 2, RwWrite = 3, Cond = 4, Unlock = 5, Spin = 6 };
-constexpr uint8_t kLastLockKind = static_cast<uint8_t>(LockKind::Spin);
+// Spin: pthread_spin_lock; Futex: (the allocator's own rows only) a futex wait that slept, made
+// through the C library's syscall() — a lock of the allocator's own (tcmalloc's SpinLock, scudo's
+// mutex); its `lock` is the futex word.
+enum class LockKind : uint8_t { Mutex = 1, RwRead = 2, RwWrite = 3, Cond = 4, Unlock = 5, Spin = 6, Futex = 7 };
+constexpr uint8_t kLastLockKind = static_cast<uint8_t>(LockKind::Futex);
 struct LockWaitsHeader {
   uint32_t thread_serial;
   uint32_t seq;            // increasing per thread

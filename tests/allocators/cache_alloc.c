@@ -12,17 +12,25 @@
  *   CACHE_ALLOC_STATS=1   at exit, print on stderr how often the mutex was taken and how often,
  *                         and how long, a thread found it held and waited:
  *                         "cache_alloc: taken=N waited=M wait_ns=W"
+ *                         (with CACHE_ALLOC_LOCK=futex, then " futex_sleeps=S": the futex waits
+ *                         that slept until woken, or were interrupted)
+ *   CACHE_ALLOC_LOCK=futex   the lock is a futex word of the allocator's own (0 free, 1 taken, 2 taken
+ *                         with waiters), its waits made through the C library's syscall(), as
+ *                         allocators with locks of their own do, instead of a pthread mutex
  *
  * Larger requests and the aligned family go straight to glibc.  A thread's cached blocks stay
  * cached when it exits (a test allocator: they are not handed to other threads).  fork() takes the
  * mutex first, so the child never inherits it held. */
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -37,8 +45,10 @@ extern void *__libc_pvalloc(size_t);
 extern size_t malloc_usable_size(void *);
 
 static pthread_mutex_t heap = PTHREAD_MUTEX_INITIALIZER;
+static int heap_word;    /* CACHE_ALLOC_LOCK=futex: the lock instead of `heap` */
+static int futex_mode = -1;
 static int batch = -1;
-static uint64_t taken, waited, wait_ns; /* under heap */
+static uint64_t taken, waited, wait_ns, futex_sleeps; /* under the lock */
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -46,8 +56,58 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Takes the mutex, counting the times it was held by another thread and how long they waited. */
+static int use_futex(void) {
+  int m = __atomic_load_n(&futex_mode, __ATOMIC_RELAXED);
+  if (m < 0) {
+    const char *s = getenv("CACHE_ALLOC_LOCK");
+    m = s && strcmp(s, "futex") == 0;
+    __atomic_store_n(&futex_mode, m, __ATOMIC_RELAXED);
+  }
+  return m;
+}
+
+/* The futex lock (Drepper's third mutex): returns the futex waits that slept. */
+static uint64_t futex_lock(void) {
+  int c = __atomic_exchange_n(&heap_word, 2, __ATOMIC_ACQUIRE);
+  uint64_t sleeps = 0;
+  const int saved = errno;
+  while (c != 0) {
+    if (syscall(SYS_futex, &heap_word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0) == 0 || errno == EINTR) sleeps++;
+    c = __atomic_exchange_n(&heap_word, 2, __ATOMIC_ACQUIRE);
+  }
+  errno = saved;
+  return sleeps;
+}
+
+static void heap_unlock(void) {
+  if (!use_futex()) {
+    pthread_mutex_unlock(&heap);
+    return;
+  }
+  if (__atomic_fetch_sub(&heap_word, 1, __ATOMIC_RELEASE) != 1) {
+    __atomic_store_n(&heap_word, 0, __ATOMIC_RELEASE);
+    const int saved = errno;
+    syscall(SYS_futex, &heap_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
+  }
+}
+
+/* Takes the lock, counting the times it was held by another thread and how long they waited. */
 static void take_heap(void) {
+  if (use_futex()) {
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&heap_word, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      taken++;
+      return;
+    }
+    const uint64_t t0 = now_ns();
+    const uint64_t sleeps = futex_lock();
+    taken++;
+    waited++;
+    wait_ns += now_ns() - t0;
+    futex_sleeps += sleeps;
+    return;
+  }
   if (pthread_mutex_trylock(&heap) == 0) {
     taken++;
     return;
@@ -109,7 +169,7 @@ EXPORT void *malloc(size_t n) {
       if (!p) break;
       k->blocks[k->count++] = p;
     }
-    pthread_mutex_unlock(&heap);
+    heap_unlock();
     if (k->count == 0) return NULL;
   }
   return k->blocks[--k->count];
@@ -127,7 +187,7 @@ EXPORT void free(void *p) {
     const int b = batch_size();
     take_heap();
     for (int i = 0; i < b; ++i) __libc_free(k->blocks[--k->count]);
-    pthread_mutex_unlock(&heap);
+    heap_unlock();
   }
   k->blocks[k->count++] = p;
 }
@@ -170,8 +230,11 @@ EXPORT int posix_memalign(void **out, size_t a, size_t n) {
 EXPORT void *valloc(size_t n) { return __libc_valloc(n); }
 EXPORT void *pvalloc(size_t n) { return __libc_pvalloc(n); }
 
-static void before_fork(void) { pthread_mutex_lock(&heap); }
-static void after_fork(void) { pthread_mutex_unlock(&heap); }
+static void before_fork(void) {
+  if (use_futex()) futex_lock();
+  else pthread_mutex_lock(&heap);
+}
+static void after_fork(void) { heap_unlock(); }
 __attribute__((constructor)) static void register_fork_handlers(void) {
   pthread_atfork(before_fork, after_fork, after_fork);
 }
@@ -179,10 +242,12 @@ __attribute__((constructor)) static void register_fork_handlers(void) {
 __attribute__((destructor)) static void print_stats(void) {
   const char *s = getenv("CACHE_ALLOC_STATS");
   if (!s || strcmp(s, "1") != 0) return;
-  pthread_mutex_lock(&heap);
-  char line[160];
-  const int n = snprintf(line, sizeof line, "cache_alloc: taken=%llu waited=%llu wait_ns=%llu\n",
-                         (unsigned long long)taken, (unsigned long long)waited, (unsigned long long)wait_ns);
-  pthread_mutex_unlock(&heap);
+  before_fork();
+  char line[200];
+  char sleeps[48] = "";
+  if (use_futex()) snprintf(sleeps, sizeof sleeps, " futex_sleeps=%llu", (unsigned long long)futex_sleeps);
+  const int n = snprintf(line, sizeof line, "cache_alloc: taken=%llu waited=%llu wait_ns=%llu%s\n",
+                         (unsigned long long)taken, (unsigned long long)waited, (unsigned long long)wait_ns, sleeps);
+  heap_unlock();
   if (n > 0 && write(2, line, (size_t)n) < 0) return;
 }

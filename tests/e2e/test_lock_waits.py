@@ -289,6 +289,29 @@ class AllocatorsOwnLocks(E2ETestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return proc.stdout
 
+    def test_futex_waits_of_its_own_are_counted(self):
+        """CACHE_ALLOC_LOCK=futex: the lock is a futex word of the allocator's own, its waits made
+        through syscall(): the shim counts those that slept, and only those."""
+        allocator = os.path.join(BUILD, "tests", "allocators", "libcache_alloc.so")
+        program = os.path.join(BUILD, "bench", "xthread-glibc")
+        path = os.path.join(self.dir, "futex.asp")
+        cmd = [CLI, "record", "-o", path, "--no-lock-test", "--allocator", allocator, "--", program, "2", "300000"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300,
+                              env={**os.environ, "CACHE_ALLOC_STATS": "1", "CACHE_ALLOC_LOCK": "futex"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        own = re.search(r"^cache_alloc: taken=\d+ waited=(\d+) wait_ns=\d+ futex_sleeps=(\d+)$", proc.stderr, re.M)
+        self.assertIsNotNone(own, proc.stderr)
+        sleeps = int(own.group(2))
+        j = json.loads(self.cli("report", "--json", path))
+        counted = next((e for e in j["contention"]["evidence"] if e["kind"] == "allocator_lock_waits"), None)
+        if sleeps == 0:
+            self.assertIsNone(counted, counted)
+            return
+        self.assertIsNotNone(counted, (own.group(0), j["contention"]["evidence"]))
+        self.assertEqual(counted["value"], sleeps)
+        self.assertIn(f"through the C library's syscall() that slept ({sleeps} of them)", counted["meaning"])
+        self.assertTrue(json.loads(self.cli("dump", "--json", path))["calibration"]["allocator_futex_waits"])
+
     def test_counted_apart_from_the_programs_locks(self):
         allocator = os.path.join(BUILD, "tests", "allocators", "libcache_alloc.so")
         program = os.path.join(BUILD, "bench", "xthread-glibc")

@@ -82,12 +82,14 @@ class ShimBinary(unittest.TestCase):
                  "pthread_rwlock_unlock", "pthread_cond_wait", "pthread_cond_timedwait", "pthread_spin_lock",
                  "pthread_spin_unlock"}
         c11 = {"mtx_lock", "mtx_timedlock", "mtx_unlock", "cnd_wait", "cnd_timedwait"}
+        # syscall(): an allocator's futex waits of its own (tcmalloc's, scudo's); forwarded likewise.
+        self.assertIn("syscall", exported)
         # glibc's only (2.30 and later): C++'s timed waits call them; the shim forwards them where they exist.
         clock = {"pthread_mutex_clocklock", "pthread_rwlock_clockrdlock", "pthread_rwlock_clockwrlock",
                  "pthread_cond_clockwait"}
         self.assertEqual(locks | clock | {"pthread_sigmask"}, {name for name in exported if name.startswith("pthread_")})
         self.assertEqual(c11 - exported, set())
-        forwarded = locks | c11 | {"pthread_mutex_trylock", "pthread_rwlock_tryrdlock", "pthread_rwlock_trywrlock",
+        forwarded = locks | c11 | {"syscall", "pthread_mutex_trylock", "pthread_rwlock_tryrdlock", "pthread_rwlock_trywrlock",
                                    "pthread_spin_trylock", "mtx_trylock"}
         glibc, musl = libc_paths(self)
         for libc in (glibc, musl):

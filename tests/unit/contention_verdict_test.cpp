@@ -919,7 +919,7 @@ TEST(ContentionVerdict, SleepersSeenOnLocksMakeNoneContentionInPlaces) {
 
 TEST(ContentionVerdict, TheAllocatorsOwnLocksContendedMakeNoneContentionInPlaces) {
   // Calls side by side, met calls no slower: "none" — unless the shim counted the allocator's own
-  // pthread locks taken when its calls came to them, for a share of its time that matters.
+  // locks waited on when its calls came to them, for a share of its time that matters.
   ContentionInputs in = inputs({met_and_alone(20000, 20000)}, {}, ends(1.0, 0.01));
   in.busy_threads = 4;
   in.cpus = 2;
@@ -931,7 +931,7 @@ TEST(ContentionVerdict, TheAllocatorsOwnLocksContendedMakeNoneContentionInPlaces
   const ContentionVerdict v = judge_contention(in);
   EXPECT_EQ(v.kind, ContentionKind::Partial);
   EXPECT_EQ(v.reason, ContentionReason::AllocatorLocksWaited);
-  EXPECT_NE(contention_reason(v).find("taken 500 times, and waited 20"), std::string::npos) << contention_reason(v);
+  EXPECT_NE(contention_reason(v).find("waited on locks of its own 500 times, 20"), std::string::npos) << contention_reason(v);
   in.allocator_lock_share = 0.005;  // half a percent of the time inside the allocator: none
   EXPECT_EQ(judge_contention(in).kind, ContentionKind::None);
   in.allocator_lock_share = 0.05;
