@@ -263,12 +263,37 @@ int sampled_mutex_unlock(pthread_mutex_t* m, void* site) {
   return r;
 }
 
+namespace {
+
+// Adds one wait of the allocator's own, of `duration` ticks, to its row of the thread's table.
+void add_allocator_row(Slot* s, uint64_t lock, uint64_t site, format::LockKind kind, uint64_t duration) {
+  if (!g_ps || g_ps->mode.load(std::memory_order_acquire) != kModeActive) return;
+  LockTable& t = s->locks;
+  format::LockWaitRow* r = row_for(t, lock, site, static_cast<uint8_t>(kind), format::kLockRowInAllocator);
+  if (r) {
+    bump(r->waits, 1);
+    bump(r->wait_ticks, duration);
+    if (duration > peek(r->max_ticks)) __atomic_store_n(&r->max_ticks, duration, __ATOMIC_RELAXED);
+  } else {
+    bump(t.allocator_dropped, 1);
+  }
+  bump(t.waits, 1);
+}
+
+// The thread's slot, unless it has none or it was wiped (a fork child).
+Slot* own_slot() {
+  Slot* s = t_ctx.slot;
+  return s != nullptr && s->h.state.load(std::memory_order_relaxed) != kSlotFree ? s : nullptr;
+}
+
+}  // namespace
+
 int timed_allocator_lock(format::LockKind kind, const void* lock, void* site, int (*call)(void*), void* arg) {
   const uint64_t t0 = ticks();
   const int r = call(arg);
   const uint64_t t1 = ticks();
-  Slot* s = t_ctx.slot;
-  if (s == nullptr || s->h.state.load(std::memory_order_relaxed) == kSlotFree) return r;
+  Slot* s = own_slot();
+  if (s == nullptr) return r;
   if (s->locks.allocator_pending.set) add_allocator_wait();  // a second lock taken while holding the first
   LockTable::PendingWait& p = s->locks.allocator_pending;
   p.lock = reinterpret_cast<uint64_t>(lock);
@@ -284,7 +309,8 @@ int timed_allocator_lock(format::LockKind kind, const void* lock, void* site, in
 }
 
 long real_syscall(long number, long a, long b, long c, long d, long e, long f) {
-  if (__builtin_expect(real_locks_ready(), 1) && g_real_locks.syscall) return g_real_locks.syscall(number, a, b, c, d, e, f);
+  if (__builtin_expect(real_locks_ready(), 1) && g_real_locks.syscall)
+    return g_real_locks.syscall(number, a, b, c, d, e, f);
   const long r = sys::call(number, a, b, c, d, e, f);
   if (sys::failed(r)) {
     errno = static_cast<int>(-r);
@@ -314,19 +340,9 @@ long allocator_futex_wait(long uaddr, long op, long c, long d, long e, long f, v
   const uint64_t t1 = ticks();
   const int saved = errno;
   if (r == 0 || saved == EINTR || saved == ETIMEDOUT) {
-    Slot* s = t_ctx.slot;
-    if (s != nullptr && s->h.state.load(std::memory_order_relaxed) != kSlotFree) {
-      if (s->locks.allocator_pending.set) add_allocator_wait();  // a pthread lock's wait kept until now
-      LockTable::PendingWait& p = s->locks.allocator_pending;
-      p.lock = static_cast<uint64_t>(uaddr);
-      p.site = reinterpret_cast<uint64_t>(site);
-      p.duration = t1 - t0;
-      p.t1 = t1;
-      p.kind = static_cast<uint8_t>(format::LockKind::Futex);
-      p.timed_out = 0;
-      p.set = 1;
-      add_allocator_wait();
-    }
+    if (Slot* s = own_slot())
+      add_allocator_row(s, static_cast<uint64_t>(uaddr), reinterpret_cast<uint64_t>(site), format::LockKind::Futex,
+                        t1 - t0);
   }
   errno = saved;
   return r;
@@ -334,24 +350,12 @@ long allocator_futex_wait(long uaddr, long op, long c, long d, long e, long f, v
 
 void add_allocator_wait() {
   t_allocator_wait_pending = false;
-  Slot* s = t_ctx.slot;
+  Slot* s = own_slot();
   // A fork child's slot was wiped: its parent's wait is not its own.
-  if (s == nullptr || s->h.state.load(std::memory_order_relaxed) == kSlotFree || !s->locks.allocator_pending.set) return;
+  if (s == nullptr || !s->locks.allocator_pending.set) return;
   const LockTable::PendingWait p = s->locks.allocator_pending;
   s->locks.allocator_pending.set = 0;
-  if (!g_ps || g_ps->mode.load(std::memory_order_acquire) != kModeActive) return;
-  const int saved = errno;
-  LockTable& t = s->locks;
-  format::LockWaitRow* r = row_for(t, p.lock, p.site, p.kind, format::kLockRowInAllocator);
-  if (r) {
-    bump(r->waits, 1);
-    bump(r->wait_ticks, p.duration);
-    if (p.duration > peek(r->max_ticks)) __atomic_store_n(&r->max_ticks, p.duration, __ATOMIC_RELAXED);
-  } else {
-    bump(t.allocator_dropped, 1);
-  }
-  bump(t.waits, 1);
-  errno = saved;
+  add_allocator_row(s, p.lock, p.site, static_cast<format::LockKind>(p.kind), p.duration);
 }
 
 int unlock_then_add_wait(pthread_mutex_t* m) {

@@ -392,8 +392,8 @@ static_assert(sizeof(ModuleRecord) == 32);
 // are not recorded.  Calls made from inside an allocator call (its own locks) are recorded with
 // kModeAllocatorLocks, whether or not kModeLocks is set, in rows of their own (flags
 // kLockRowInAllocator; kinds Mutex, RwRead, RwWrite, Spin and, with kModeAllocatorFutexWaits,
-// Futex; never a stack; the site is the allocator's call into the lock function).  A thread's rows are cumulative: the chunk with the
-// highest seq of a thread_serial replaces the earlier ones.
+// Futex; never a stack; the site is the allocator's call into the lock function).  A thread's
+// rows are cumulative: the chunk with the highest seq of a thread_serial replaces the earlier ones.
 // Mutex: pthread_mutex_lock, _timedlock, _clocklock and C11's mtx_lock, mtx_timedlock; RwRead and
 // RwWrite: pthread_rwlock_{rd,wr}lock and their timed and clock variants; Cond: pthread_cond_wait,
 // _timedwait, _clockwait and C11's cnd_wait, cnd_timedwait; Unlock: a timed pthread_mutex_unlock;
