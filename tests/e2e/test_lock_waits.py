@@ -280,63 +280,60 @@ class LockWaits(E2ETestCase):
 
 
 class AllocatorsOwnLocks(E2ETestCase):
-    """The allocator's own pthread locks, taken inside its calls (docs/recording.md): recorded
-    always, apart from the program's locks.  tests/allocators/cache_alloc.c refills and drains its
-    thread caches under one mutex and counts its own waits (CACHE_ALLOC_STATS=1)."""
+    """The allocator's own locks, taken inside its calls (docs/recording.md): recorded always, apart
+    from the program's locks.  tests/allocators/cache_alloc.c refills and drains its thread caches
+    under one lock and counts its own waits (CACHE_ALLOC_STATS=1)."""
 
     def cli(self, *args):
         proc = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return proc.stdout
 
+    def record_cache(self, name, options=(), env=None):
+        """Producer/consumer under the refill lock: the profile's path, what the allocator counted
+        (its line's fields by name), the report's JSON and its allocator_lock_waits (or None)."""
+        path = os.path.join(self.dir, name)
+        cmd = [CLI, "record", "-o", path, "--no-lock-test", "--allocator",
+               os.path.join(BUILD, "tests", "allocators", "libcache_alloc.so"), *options, "--",
+               os.path.join(BUILD, "bench", "xthread-glibc"), "2", "300000"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300,
+                              env={**os.environ, "CACHE_ALLOC_STATS": "1", **(env or {})})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        line = re.search(r"^cache_alloc: (.*)$", proc.stderr, re.M)
+        self.assertIsNotNone(line, proc.stderr)
+        own = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line.group(1))}
+        j = json.loads(self.cli("report", "--json", path))
+        counted = next((e for e in j["contention"]["evidence"] if e["kind"] == "allocator_lock_waits"), None)
+        return path, own, j, counted
+
     def test_futex_waits_of_its_own_are_counted(self):
         """CACHE_ALLOC_LOCK=futex: the lock is a futex word of the allocator's own, its waits made
         through syscall(): the shim counts those that slept, and only those."""
-        allocator = os.path.join(BUILD, "tests", "allocators", "libcache_alloc.so")
-        program = os.path.join(BUILD, "bench", "xthread-glibc")
-        path = os.path.join(self.dir, "futex.asp")
-        cmd = [CLI, "record", "-o", path, "--no-lock-test", "--allocator", allocator, "--", program, "2", "300000"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300,
-                              env={**os.environ, "CACHE_ALLOC_STATS": "1", "CACHE_ALLOC_LOCK": "futex"})
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        own = re.search(r"^cache_alloc: taken=\d+ waited=(\d+) wait_ns=\d+ futex_sleeps=(\d+)$", proc.stderr, re.M)
-        self.assertIsNotNone(own, proc.stderr)
-        sleeps = int(own.group(2))
-        j = json.loads(self.cli("report", "--json", path))
-        counted = next((e for e in j["contention"]["evidence"] if e["kind"] == "allocator_lock_waits"), None)
+        path, own, _, counted = self.record_cache("futex.asp", env={"CACHE_ALLOC_LOCK": "futex"})
+        sleeps = own["futex_sleeps"]
         if sleeps == 0:
             self.assertIsNone(counted, counted)
             return
-        self.assertIsNotNone(counted, (own.group(0), j["contention"]["evidence"]))
+        self.assertIsNotNone(counted, own)
         self.assertEqual(counted["value"], sleeps)
         self.assertIn(f"through the C library's syscall() that slept ({sleeps} of them)", counted["meaning"])
         self.assertTrue(json.loads(self.cli("dump", "--json", path))["calibration"]["allocator_futex_waits"])
 
     def test_counted_apart_from_the_programs_locks(self):
-        allocator = os.path.join(BUILD, "tests", "allocators", "libcache_alloc.so")
-        program = os.path.join(BUILD, "bench", "xthread-glibc")
         for locks in (False, True):
             with self.subTest(locks=locks):
-                path = os.path.join(self.dir, f"cache-{locks}.asp")
-                cmd = [CLI, "record", "-o", path, "--no-lock-test", "--allocator", allocator] + \
-                    (["--locks"] if locks else []) + ["--", program, "2", "300000"]
-                proc = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300,
-                                      env={**os.environ, "CACHE_ALLOC_STATS": "1"})
-                self.assertEqual(proc.returncode, 0, proc.stderr)
-                own = re.search(r"^cache_alloc: taken=(\d+) waited=(\d+) wait_ns=(\d+)$", proc.stderr, re.M)
-                self.assertIsNotNone(own, proc.stderr)
-                waited = int(own.group(2))
+                path, own, j, counted = self.record_cache(f"cache-{locks}.asp", ["--locks"] if locks else [])
+                self.assertNotIn("futex_sleeps", own)
+                waited = own["waited"]
                 dump = json.loads(self.cli("dump", "--json", path))
                 self.assertTrue(dump["calibration"]["allocator_locks"])
                 self.assertEqual(dump["calibration"]["locks"], locks)
-                j = json.loads(self.cli("report", "--json", path))
-                counted = next((e for e in j["contention"]["evidence"] if e["kind"] == "allocator_lock_waits"), None)
                 if waited == 0:
                     self.assertIsNone(counted, counted)
                     continue
                 # Every wait the allocator's own try found, the shim's try found too but for the
                 # few whose holder let go in between.
-                self.assertIsNotNone(counted, (own.group(0), j["contention"]["evidence"]))
+                self.assertIsNotNone(counted, own)
                 self.assertLessEqual(counted["value"], waited)
                 self.assertGreaterEqual(counted["value"], 0.8 * waited - 2)
                 self.assertIn("threads on 1 lock;", counted["meaning"])
@@ -348,7 +345,6 @@ class AllocatorsOwnLocks(E2ETestCase):
                     self.assertEqual(j["locks"], {"recorded": False})
                 text = self.cli("dump", path)
                 self.assertRegex(text, r"allocator lock waits\s+[\d,]+ in \d+ \(lock, call site\) rows of [12] threads")
-
 
 if __name__ == "__main__":
     unittest.main()
