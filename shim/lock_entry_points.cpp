@@ -20,18 +20,16 @@ __attribute__((constructor)) static void allocscope_locks_at_load() {
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
-// A spin lock's address (a volatile int) as the row's lock.
-static inline const void* spin_address(pthread_spinlock_t* l) {
-  return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(l));
-}
-
 // The allocator's own contended lock call, out of line: the lambdas capture their arguments by
 // value, and none of the entry point's locals has its address taken, so that its other paths stay
-// tail calls.
+// tail calls.  `forward` is the real blocking call, timed around it.
 template <class Forward>
 __attribute__((noinline)) static int allocator_wait_call(format::LockKind kind, const void* lock, void* site,
                                                          Forward forward) {
-  return allocator_lock_wait(kind, lock, site, forward);
+  const uint64_t t0 = ticks();
+  const int r = forward();
+  keep_allocator_wait(kind, lock, site, ticks() - t0, r == 0);
+  return r;
 }
 
 // The shape of every lock function here: forward unless traced or the allocator's own; try first;
@@ -57,7 +55,7 @@ __attribute__((always_inline)) static inline int try_then_wait(Forward forward, 
 }
 
 // The unlocks: after the real call, a wait of the allocator's own kept until now is added
-// (lock_waits.h allocator_lock_wait).  The flag is the thread's own: read before the call, it
+// (lock_waits.h keep_allocator_wait).  The flag is the thread's own: read before the call, it
 // leaves the common case a tail call.
 template <class Unlock>
 __attribute__((always_inline)) static inline int unlock_allocator_lock(Unlock unlock) {

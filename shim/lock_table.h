@@ -30,7 +30,7 @@ struct LockTable {
     uint64_t lock, site, duration, t1;
     uint8_t kind, timed_out, set;
   } pending;
-  // The same for a wait of the allocator's own (lock_waits.h allocator_lock_wait): added after the
+  // The same for a wait of the allocator's own (lock_waits.h keep_allocator_wait): added after the
   // allocator's next unlock, outside its critical section.
   PendingWait allocator_pending;
   uint16_t index[kLockIndexSize];  // 0 = empty, else row number + 1

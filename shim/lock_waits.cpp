@@ -288,24 +288,21 @@ Slot* own_slot() {
 
 }  // namespace
 
-int timed_allocator_lock(format::LockKind kind, const void* lock, void* site, int (*call)(void*), void* arg) {
-  const uint64_t t0 = ticks();
-  const int r = call(arg);
-  const uint64_t t1 = ticks();
+void keep_allocator_wait(format::LockKind kind, const void* lock, void* site, uint64_t duration, bool held) {
   Slot* s = own_slot();
-  if (s == nullptr) return r;
+  if (s == nullptr) return;
   if (s->locks.allocator_pending.set) add_allocator_wait();  // a second lock taken while holding the first
+  if (!held) {  // a failed call: nothing held, nothing to lengthen
+    add_allocator_row(s, reinterpret_cast<uint64_t>(lock), reinterpret_cast<uint64_t>(site), kind, duration);
+    return;
+  }
   LockTable::PendingWait& p = s->locks.allocator_pending;
   p.lock = reinterpret_cast<uint64_t>(lock);
   p.site = reinterpret_cast<uint64_t>(site);
-  p.duration = t1 - t0;
-  p.t1 = t1;
+  p.duration = duration;
   p.kind = static_cast<uint8_t>(kind);
-  p.timed_out = 0;
   p.set = 1;
-  if (r == 0) t_allocator_wait_pending = true;  // held: added after the unlock
-  else add_allocator_wait();                    // not held (a failed call): nothing to lengthen
-  return r;
+  t_allocator_wait_pending = true;  // added after the unlock
 }
 
 long real_syscall(long number, long a, long b, long c, long d, long e, long f) {
@@ -424,8 +421,7 @@ int traced_cnd_wait(cnd_t* c, mtx_t* m, const struct timespec* timeout, void* si
 }
 
 int contended_spin_lock(pthread_spinlock_t* l, void* site) {
-  const void* lock = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(l));  // (a volatile int)
-  return timed_wait([&] { return g_real_locks.spin_lock(l); }, lock, site, format::LockKind::Spin, kInLockCall,
+  return timed_wait([&] { return g_real_locks.spin_lock(l); }, spin_address(l), site, format::LockKind::Spin, kInLockCall,
                     pthread_held, never);
 }
 

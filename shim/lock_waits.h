@@ -86,18 +86,20 @@ inline bool trace_this_lock() {
   return __builtin_expect(__atomic_load_n(&g_lock_waits, __ATOMIC_RELAXED), 0) && t_ctx.depth == 0;
 }
 
+// A spin lock's address (a volatile int) as a row's lock.
+inline const void* spin_address(pthread_spinlock_t* l) {
+  return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(l));
+}
+
 // Whether the thread is inside a real allocator call (the gate's kInCall): a lock taken now is the
 // allocator's own.
 inline bool inside_allocator_call() { return (t_ctx.depth & kInCall) != 0; }
 
-// The allocator's own contended lock call: `call(arg)` is the real blocking call, timed around it;
-// a wait that ends with the lock taken (the call returned 0) is kept until the allocator's next
-// unlock (t_allocator_wait_pending), so that recording it lengthens none of its critical sections.
-int timed_allocator_lock(format::LockKind kind, const void* lock, void* site, int (*call)(void*), void* arg);
-template <class Call>
-inline int allocator_lock_wait(format::LockKind kind, const void* lock, void* site, Call& call) {
-  return timed_allocator_lock(kind, lock, site, [](void* c) { return (*static_cast<Call*>(c))(); }, &call);
-}
+// The allocator's own contended lock call, timed around the real blocking call (lock_entry_points.cpp):
+// a wait that ends with the lock taken (`held`) is kept until the allocator's next unlock
+// (t_allocator_wait_pending), so that recording it lengthens none of its critical sections; any
+// other is added to the thread's rows at once.
+void keep_allocator_wait(format::LockKind kind, const void* lock, void* site, uint64_t duration, bool held);
 extern __thread bool t_allocator_wait_pending __attribute__((tls_model("initial-exec")));
 // The C library's syscall() with six arguments: the real one once found, else the raw system call
 // with the C library's convention (-1 and errno on failure).
